@@ -1,0 +1,540 @@
+"""Call semantics: the torch API, tensor and module methods, builtins.
+
+Mixed into `Interpreter`; every decision about an API name goes through
+`torch_api`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import List, NamedTuple, Optional, Tuple
+
+import libcst as cst
+
+from . import torch_api as api
+from .facts import MODEL_CALL, OPERATION, DeviceMismatch, DiscardedMove, HostConversion, Operand
+from .lattice import (
+    BATCH, CLASS, CPU, CUDA, DEVICE, FUNCTION, HOST, LIST, MODULE, SELECTED,
+    SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER, SYMBOLIC, TENSOR, TOKENIZER,
+    TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, join_values, symbolic,
+)
+from .names import dotted_name, integer_value, last_identifier
+
+LOADER = "loader"
+OPTIMIZER = "optimizer"
+#: Unknown callables that are surely models or losses, judged by their name.
+_MODEL_NAME = re.compile(r"(^|_)(model|net|network|encoder|decoder|backbone|classifier|generator|discriminator|policy|critic|actor)s?$", re.IGNORECASE)
+_LOSS_NAME = re.compile(r"(^|_)(criterion|loss_fn|loss_func|loss_function|lossfn)$", re.IGNORECASE)
+_MODULE_CALL_METHODS = frozenset({"forward", "generate", "__call__"})
+_MODULE_SAME_METHODS = frozenset({"half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "share_memory", "zero_grad"})
+_TOKENIZER_BATCH_METHODS = frozenset({"__call__", "encode_plus", "batch_encode_plus", "pad", "apply_chat_template", "prepare_seq2seq_batch"})
+_BUILTIN_HOST = frozenset({"len", "int", "float", "bool", "str", "isinstance", "hasattr", "round", "abs", "repr", "format", "id", "hash", "type", "print", "callable", "issubclass", "open"})
+_BUILTIN_PASS = frozenset({"iter", "list", "tuple", "sorted", "reversed"})
+
+
+class Arg(NamedTuple):
+    node: cst.Arg
+    value: Value
+
+    @property
+    def keyword(self) -> Optional[str]:
+        return self.node.keyword.value if self.node.keyword is not None else None
+
+
+def placed(value: Value) -> bool:
+    """A tensor-like value whose device is known."""
+    return value.device.known and value.kind in (TENSOR, BATCH, "unknown")
+
+
+class CallEvaluator:
+    # --- entry -------------------------------------------------------------------
+
+    def eval_call(self, node: cst.Call, env, discarded: bool) -> Value:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            key = dotted_name(func)
+            bound = self.lookup(key, env) if key is not None else None
+            if bound is not None and bound.kind in (MODULE, TOKENIZER, FUNCTION, "unknown"):
+                return self.call_bound(bound, func, node, self.eval_args(node, env), env)
+            receiver = self.eval(func.value, env)
+            args = self.eval_args(node, env)
+            name = func.attr.value
+            if receiver.kind == "ref":
+                return self.api_call(f"{receiver.cls}.{name}", node, args, env)
+            return self.method_call(receiver, func.value, name, node, args, env, discarded)
+        callee = self.eval(func, env)
+        args = self.eval_args(node, env)
+        if isinstance(func, cst.Name) and self.lookup(func.value, env) is None:
+            return self.builtin_call(func.value, node, args, env)
+        return self.call_bound(callee, func, node, args, env)
+
+    def call_bound(self, callee: Value, func, node: cst.Call, args: List[Arg], env) -> Value:
+        if callee.kind == "ref":
+            return self.api_call(callee.cls, node, args, env)
+        if callee.kind == CLASS:
+            return self.program.instantiate(callee, node, args, env)
+        if callee.kind == FUNCTION:
+            return self.program.call_function(callee, node, args)
+        if callee.kind == TOKENIZER:
+            return self.tokenizer_call("__call__", node, args)
+        return self.call_value(callee, func, node, args, last_identifier(func))
+
+    def eval_args(self, node: cst.Call, env) -> List[Arg]:
+        return [Arg(arg, self.eval(arg.value, env)) for arg in node.args]
+
+    # --- facts ---------------------------------------------------------------------
+
+    def report_once(self, value: Value, node: cst.CSTNode) -> bool:
+        """One root cause, one report: true the first time a value is reported."""
+        if not self.recording:
+            return False
+        key = id(value.origin) if value.origin is not None else id(node)
+        if key in self.program.reported:
+            return False
+        self.program.reported.add(key)
+        return True
+
+    def record_mismatch(self, node, context, anchor: Operand, offender: Operand, operation: str) -> None:
+        if self.report_once(offender.value, offender.node):
+            self.program.facts.mismatches.append(DeviceMismatch(node, context, anchor, offender, operation))
+
+    def check_operands(self, node, operands: List[Tuple[cst.CSTNode, Value]], operation: str, arithmetic: bool) -> Value:
+        """Operands of one op must share a device; the result lives there."""
+        known = [(n, v) for n, v in operands if placed(v)]
+        anchor = next(((n, v) for n, v in known if not v.device.is_cpu), None)
+        if anchor is None:
+            all_cpu = bool(known) and len(known) == len([1 for _, v in operands if v.kind in (TENSOR, BATCH)])
+            return Value(kind=TENSOR, device=CPU if all_cpu else UNKNOWN, origin=node)
+        for n, v in known:
+            if v is anchor[1] or not conflicts(anchor[1].device, v.device):
+                continue
+            if arithmetic and v.scalar is not False:
+                continue  # a 0-dim CPU tensor may meet an accelerator tensor
+            self.record_mismatch(node, OPERATION, Operand(*anchor), Operand(n, v), operation)
+        return Value(kind=TENSOR, device=anchor[1].device, origin=node)
+
+    # --- devices --------------------------------------------------------------------
+
+    def device_argument(self, expr: cst.BaseExpression, value: Value, env) -> Optional[Device]:
+        """The device an argument names; None when it names no device (a dtype)."""
+        if value.kind == DEVICE:
+            if value.device.known:
+                return value.device
+            return self.symbolic_device(expr, env) or UNKNOWN
+        if value.kind in (TENSOR, BATCH):
+            return value.device
+        if value.kind == "ref":
+            if api.is_dtype(value.cls):
+                return None
+            return api.tensor_type_device(value.cls) or self.symbolic_device(expr, env) or UNKNOWN
+        literal = integer_value(expr)
+        if literal is not None:
+            return Device(CUDA, literal)
+        if value.kind == HOST:
+            if api.is_device_name(last_identifier(expr)):
+                return Device(CUDA)
+            return UNKNOWN
+        name = last_identifier(expr)
+        if api.is_dtype_name(name):
+            return None
+        if value.device.known and value.kind == "unknown":
+            return value.device
+        return self.symbolic_device(expr, env) or UNKNOWN
+
+    def symbolic_device(self, expr: cst.BaseExpression, env) -> Optional[Device]:
+        """`device`, `args.device`, `self.device`: a device variable we cannot see into."""
+        key = dotted_name(expr)
+        if key is None or not api.is_device_name(key.rsplit(".", 1)[-1]):
+            return None
+        if key == "self.device" and self.scope.owner is not None and self.scope.owner.is_module:
+            return self.program.self_device()
+        return symbolic(key)
+
+    def move_target(self, method: str, node: cst.Call, args: List[Arg], env) -> Optional[Device]:
+        """Where `x.<method>(...)` puts x; None when it does not move it."""
+        device_kw = next((a for a in args if a.keyword == "device"), None)
+        if device_kw is not None:
+            return self.device_argument(device_kw.node.value, device_kw.value, env)
+        positional = [a for a in args if a.keyword is None and not a.node.star]
+        if method == "cpu":
+            return CPU
+        if method in ("mps", "xpu"):
+            return Device(method)
+        if method == "cuda":
+            if positional:
+                target = self.device_argument(positional[0].node.value, positional[0].value, env)
+                if target is not None and target.known:
+                    return target
+            return self.accelerator_literal(Device(CUDA), env)
+        for arg in positional:  # `.to(device)`, `.to(other)`, `.to(device, dtype)`, `.to(dtype)`
+            target = self.device_argument(arg.node.value, arg.value, env)
+            if target is not None:
+                return target
+        return None
+
+    # --- torch and library functions ----------------------------------------------
+
+    def api_call(self, qualname: str, node: cst.Call, args: List[Arg], env) -> Value:
+        name = qualname.rsplit(".", 1)[-1]
+        if self.exits(qualname):
+            env.dead = True
+            return Value(kind=HOST)
+        if qualname in api.AVAILABILITY_CHECKS:
+            env.guarded = True
+            return Value(kind=HOST, source="availability")
+        if qualname in api.SELECTED_DEVICE_CALLS:
+            env.guarded = True
+            return Value(kind=DEVICE, device=Device(SELECTED), origin=node)
+        if qualname in api.DEVICE_CONSTRUCTORS:
+            return self.make_device(node, args, env)
+        if qualname in api.SET_DEFAULT_DEVICE:
+            env.default_device = self.first_device(args, env)
+            return Value(kind=HOST)
+        if qualname in api.SET_DEFAULT_TENSOR_TYPE:
+            first = args[0].value if args else UNKNOWN_VALUE
+            env.default_device = api.tensor_type_device(first.cls) or UNKNOWN if first.kind == "ref" else UNKNOWN
+            return Value(kind=HOST)
+        if qualname.startswith("torch.") and qualname.count(".") == 1:
+            if name in api.FACTORIES:
+                return self.factory(name, node, args, env, env.default_device)
+            if name in api.LIKE_FACTORIES:
+                base = args[0].value.device if args else UNKNOWN
+                return self.factory(name, node, args, env, base)
+        device = api.tensor_type_device(qualname)
+        if device is not None:
+            return Value(kind=TENSOR, device=device, origin=node, source=SOURCE_FACTORY, scalar=False)
+        if qualname in api.TORCH_LOAD:
+            return self.torch_load(node, args, env)
+        if qualname in api.DATA_LOADERS:
+            return Value(kind=LOADER, origin=node)
+        if qualname in api.PARAMETER_CLASSES:
+            inner = args[0].value if args else UNKNOWN_VALUE
+            return Value(kind=TENSOR, device=inner.device, origin=inner.origin or node, parameter=True, scalar=inner.scalar)
+        if qualname in api.DATA_PARALLEL or qualname in api.DISTRIBUTED_DATA_PARALLEL:
+            return self.wrap_parallel(qualname, node, args)
+        if api.is_nn_module_class(qualname):
+            return self.nn_module(name, node, args, env)
+        if qualname.startswith(api.OPTIMIZER_PREFIX) and name[:1].isupper():
+            return Value(kind=OPTIMIZER, origin=node)
+        if api.is_model_factory(qualname):
+            return Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=name, stateful=True)
+        hf_kind = api.hugging_face_kind(qualname)
+        if hf_kind == "tokenizer" or (hf_kind is None and api.is_hugging_face_tokenizer_class(qualname)):
+            return Value(kind=TOKENIZER, origin=node)
+        if hf_kind == "model":
+            return self.pretrained_model(node, args, env)
+        if api.is_host_library(qualname):
+            for arg in args:
+                self.check_host_conversion(arg.node.value, arg.value, node, qualname)
+            return Value(kind=HOST)
+        if api.is_op(qualname):
+            operands = self.operands_of(args)
+            return self.check_operands(node, operands, qualname.replace("torch.nn.functional.", "F."),
+                                       arithmetic=name in api.ARITHMETIC_FUNCTIONS)
+        if any(a.keyword in ("device", "map_location") for a in args):
+            return Value(source="device-aware")
+        return UNKNOWN_VALUE
+
+    def operands_of(self, args: List[Arg]) -> List[Tuple[cst.CSTNode, Value]]:
+        operands = []
+        for arg in args:
+            value = arg.value
+            if value.kind == TUPLE:
+                expr = arg.node.value
+                nodes = [e.value for e in expr.elements] if isinstance(expr, (cst.List, cst.Tuple)) else [expr] * len(value.items)
+                operands.extend(zip(nodes, value.items))
+            elif value.kind == LIST and value.items:
+                operands.append((arg.node.value, value.items[0]))
+            else:
+                operands.append((arg.node.value, value))
+        return operands
+
+    def first_device(self, args: List[Arg], env) -> Device:
+        if not args:
+            return UNKNOWN
+        return self.device_argument(args[0].node.value, args[0].value, env) or UNKNOWN
+
+    def make_device(self, node: cst.Call, args: List[Arg], env) -> Value:
+        positional = [a for a in args if a.keyword is None]
+        if not positional:
+            return Value(kind=DEVICE, origin=node)
+        first = positional[0]
+        device = first.value.device if first.value.kind == DEVICE else UNKNOWN
+        if device.known and len(positional) > 1:
+            index = integer_value(positional[1].node.value)
+            device = replace(device, index=index)
+        return Value(kind=DEVICE, device=device, origin=node)
+
+    def factory(self, name: str, node: cst.Call, args: List[Arg], env, default: Device) -> Value:
+        device_kw = next((a for a in args if a.keyword == "device"), None)
+        device = default
+        if device_kw is not None:
+            device = self.device_argument(device_kw.node.value, device_kw.value, env) or UNKNOWN
+        scalar: Optional[bool] = False
+        if name in api.SCALAR_FACTORIES:
+            data = args[0].node.value if args else None
+            if isinstance(data, (cst.Integer, cst.Float)) or (isinstance(data, cst.UnaryOperation) and isinstance(data.expression, (cst.Integer, cst.Float))):
+                scalar = True
+            elif not isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):
+                scalar = None
+        elif name in api.LIKE_FACTORIES and args:
+            scalar = args[0].value.scalar
+        return Value(kind=TENSOR, device=device, origin=node, source=SOURCE_FACTORY, scalar=scalar,
+                     explicit_device=device_kw is not None)
+
+    def torch_load(self, node: cst.Call, args: List[Arg], env) -> Value:
+        location = next((a for a in args if a.keyword == "map_location"), None)
+        if location is None:
+            positional = [a for a in args if a.keyword is None]
+            location = positional[1] if len(positional) > 1 else None
+        device = UNKNOWN  # without map_location tensors return to the device they were saved from
+        if location is not None:
+            device = self.device_argument(location.node.value, location.value, env) or UNKNOWN
+        return Value(kind=BATCH, device=device, origin=node, source=SOURCE_LOAD)
+
+    def wrap_parallel(self, qualname: str, node: cst.Call, args: List[Arg]) -> Value:
+        inner = args[0].value if args else UNKNOWN_VALUE
+        if qualname in api.DATA_PARALLEL:
+            scatters = True
+        else:
+            ids = next((a for a in args if a.keyword == "device_ids"), None)
+            if ids is None:
+                positional = [a for a in args if a.keyword is None]
+                ids = positional[1] if len(positional) > 1 else None
+            scatters = ids is not None and not (isinstance(ids.node.value, cst.Name) and ids.node.value.value == "None")
+        return Value(kind=MODULE, device=inner.device, origin=inner.origin or node, ident=inner.ident,
+                     cls=inner.cls, stateful=True, scatters=scatters)
+
+    def nn_module(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
+        keywords = frozenset(a.keyword for a in args if a.keyword)
+        stateful = api.nn_class_is_stateful(name, keywords)
+        if stateful is None:  # containers: stateful when a child is
+            children = []
+            for arg in args:
+                value = arg.value
+                children.extend(value.items if value.kind in (TUPLE, LIST) else (value,))
+            modules = [child for child in children if child.kind == MODULE]
+            if any(child.stateful for child in modules):
+                stateful = True
+            elif modules and len(modules) == len(children) and all(child.stateful is False for child in modules):
+                stateful = False
+        return Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=name, stateful=stateful)
+
+    def pretrained_model(self, node: cst.Call, args: List[Arg], env) -> Value:
+        device_map = next((a for a in args if a.keyword == "device_map"), None)
+        device = env.default_device
+        if device_map is not None:
+            device = device_map.value.device if device_map.value.kind == DEVICE else UNKNOWN
+        return Value(kind=MODULE, device=device, origin=node, ident=id(node), stateful=True, cls="pretrained model")
+
+    def check_host_conversion(self, expr, value: Value, node, api_name: str) -> None:
+        if value.kind in (TENSOR, BATCH) and (value.device.is_accelerator or value.device.kind == SYMBOLIC):
+            if self.report_once(value, expr):
+                self.program.facts.host_conversions.append(HostConversion(node, Operand(expr, value), api_name))
+
+    # --- builtins ---------------------------------------------------------------------
+
+    def builtin_call(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
+        first = args[0].value if args else UNKNOWN_VALUE
+        first_node = args[0].node.value if args else node
+        if name in ("exit", "quit"):
+            env.dead = True
+            return Value(kind=HOST)
+        if name in _BUILTIN_HOST:
+            return Value(kind=HOST)
+        if name == "range":
+            return Value(kind=LIST, items=(Value(kind=HOST),))
+        if name == "enumerate":
+            return Value(kind=LIST, items=(Value(kind=TUPLE, items=(Value(kind=HOST), self.element_of(first, first_node, first_node))),))
+        if name == "zip":
+            items = tuple(self.element_of(a.value, a.node.value, a.node.value) for a in args)
+            return Value(kind=LIST, items=(Value(kind=TUPLE, items=items),))
+        if name in _BUILTIN_PASS:
+            return first
+        if name == "next":
+            return self.element_of(first, first_node, node)
+        if name == "dict" and not args:
+            return Value(kind=LIST, cls="dict", origin=node)
+        return UNKNOWN_VALUE
+
+    # --- methods ------------------------------------------------------------------------
+
+    def method_call(self, receiver: Value, receiver_node, name: str, node: cst.Call, args: List[Arg], env, discarded: bool) -> Value:
+        kind = receiver.kind
+        if kind == MODULE or (kind in ("unknown", "object") and name in api.MOVE_METHODS and name != "to_empty"):
+            if name in api.MOVE_METHODS:
+                return self.move_in_place(receiver, receiver_node, name, node, args, env, discarded)
+            if kind == MODULE:
+                attribute = self.program.class_attribute(receiver, name) if receiver.cls else UNKNOWN_VALUE
+                if attribute.kind == MODULE:
+                    return self.module_call(attribute, node.func, node, args, "call")
+                return self.module_method(receiver, receiver_node, name, node, args, env)
+        if kind == "object":
+            return self.program.call_method(receiver, name, node, args)
+        if kind in (TENSOR, BATCH):
+            if kind == BATCH:
+                handled = self.batch_method(receiver, receiver_node, name, node, args, env, discarded)
+                if handled is not None:
+                    return handled
+            return self.tensor_method(receiver, receiver_node, name, node, args, env, discarded)
+        if kind in (LIST, TUPLE) and name in ("append", "extend", "insert"):
+            return self.container_add(receiver, receiver_node, name, node, args, env)
+        if kind == TOKENIZER:
+            return self.tokenizer_call(name, node, args)
+        if kind == "unknown" and name in _MODULE_CALL_METHODS:
+            return self.call_value(receiver, receiver_node, node, args, last_identifier(receiver_node))
+        return UNKNOWN_VALUE
+
+    def move_in_place(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:
+        target = self.move_target(name, node, args, env)
+        if target is None:
+            return receiver
+        moved = receiver.with_device(target, node)
+        if receiver.ident is not None:
+            env.replace_identity(receiver.ident, moved)
+        key = dotted_name(receiver_node)
+        if key is not None and (receiver.kind == MODULE or discarded):
+            env.values[key] = moved
+        return moved
+
+    def module_method(self, receiver, receiver_node, name, node, args, env) -> Value:
+        if name in _MODULE_CALL_METHODS:
+            return self.module_call(receiver, receiver_node, node, args, name if name != "__call__" else "call")
+        if name in _MODULE_SAME_METHODS:
+            return receiver
+        if name in ("parameters", "buffers", "named_parameters", "children", "modules"):
+            element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, parameter=True)
+            if name.startswith("named_"):
+                element = Value(kind=TUPLE, items=(Value(kind=HOST), element))
+            return Value(kind=LIST, items=(element,))
+        if name == "register_buffer" and len(args) >= 2:
+            self.program.note_buffer(self, args[0].node.value, args[1].value, env)
+            return Value(kind=HOST)
+        if receiver.cls:
+            return self.program.call_method(receiver, name, node, args)
+        return UNKNOWN_VALUE
+
+    def call_value(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], name: str) -> Value:
+        """Calling a value: a model, a loss, or something we do not know."""
+        if callee.kind == MODULE or (callee.kind == "unknown" and callee.device.known):
+            return self.module_call(callee, callee_node, node, args, "call")
+        if callee.kind == "unknown" and _LOSS_NAME.search(name):
+            return self.check_operands(node, self.inputs_of(args), name, arithmetic=False)
+        if callee.kind == "unknown" and _MODEL_NAME.search(name):
+            inputs = [v for _, v in self.inputs_of(args) if placed(v) and not v.device.is_cpu]
+            device = inputs[0].device if inputs else UNKNOWN
+            return Value(kind=TENSOR, device=device, origin=node)
+        return UNKNOWN_VALUE
+
+    def inputs_of(self, args: List[Arg]) -> List[Tuple[cst.CSTNode, Value]]:
+        inputs = []
+        for arg in args:
+            if arg.node.star == "*":
+                inputs.append((arg.node.value, self.element_of(arg.value, arg.node.value, arg.node.value)))
+            else:
+                inputs.append((arg.node.value, arg.value))
+        return inputs
+
+    def module_call(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], operation: str) -> Value:
+        inputs = self.inputs_of(args)
+        if callee.stateful is False:
+            return self.check_operands(node, inputs, operation, arithmetic=False)
+        device = callee.device
+        if device.known and not callee.scatters:
+            for expr, value in inputs:
+                if placed(value) and conflicts(device, value.device) and value.scalar is not True:
+                    self.record_mismatch(node, MODEL_CALL, Operand(callee_node, callee), Operand(expr, value), operation)
+        if not device.known:
+            accelerated = [v for _, v in inputs if placed(v) and not v.device.is_cpu]
+            device = accelerated[0].device if accelerated else UNKNOWN
+        return Value(kind=TENSOR, device=device, origin=node)
+
+    def tensor_method(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:
+        if name in api.MOVE_METHODS and name != "to_empty":
+            target = self.move_target(name, node, args, env)
+            if discarded and self.recording and receiver.kind == TENSOR:
+                self.program.facts.discarded_moves.append(DiscardedMove(node, Operand(receiver_node, receiver), name))
+            if target is None:
+                return receiver
+            return Value(kind=receiver.kind, device=target, origin=node, scalar=receiver.scalar)
+        if name in api.TO_NUMPY_METHODS:
+            self.check_host_conversion(receiver_node, receiver, node, f".{name}()")
+            return Value(kind=HOST)
+        if name in api.HOST_RESULT_METHODS:
+            return Value(kind=HOST)
+        if name in api.NEW_METHODS:
+            device_kw = next((a for a in args if a.keyword == "device"), None)
+            device = receiver.device
+            if device_kw is not None:
+                device = self.device_argument(device_kw.node.value, device_kw.value, env) or UNKNOWN
+            return Value(kind=TENSOR, device=device, origin=node, source=SOURCE_FACTORY, scalar=False, explicit_device=True)
+        if name == "type_as" and args:
+            return Value(kind=TENSOR, device=args[0].value.device, origin=node, scalar=receiver.scalar)
+        if name in api.OPERAND_METHODS:
+            operands = [(receiver_node, receiver)] + self.operands_of(args)
+            result = self.check_operands(node, operands, f".{name}()", arithmetic=name in api.ARITHMETIC_METHODS)
+            if name in api.SPLITTING_METHODS or name in api.REDUCTIONS:
+                return replace(result, scalar=None)
+            return result
+        if name in api.SPLITTING_METHODS and args:
+            return Value(kind=BATCH, device=receiver.device, origin=receiver.origin, source=receiver.source)
+        if name in api.REDUCTIONS or name in api.SPLITTING_METHODS:
+            return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source, scalar=None)
+        if name in ("backward", "zero_", "register_hook"):
+            return Value(kind=HOST)
+        return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source,
+                     scalar=receiver.scalar, parameter=False)
+
+    def batch_method(self, receiver, receiver_node, name, node, args, env, discarded) -> Optional[Value]:
+        element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source,
+                        scalar=False if receiver.source else None)
+        if name in api.MOVE_METHODS:
+            target = self.move_target(name, node, args, env)
+            if target is None:
+                return receiver
+            moved = Value(kind=BATCH, device=target, origin=node, in_place_move=receiver.in_place_move)
+            key = dotted_name(receiver_node)
+            if receiver.in_place_move and key is not None:
+                env.values[key] = moved  # BatchEncoding.to() moves in place and returns itself
+            return moved
+        if name == "items":
+            return Value(kind=LIST, items=(Value(kind=TUPLE, items=(Value(kind=HOST), element)),))
+        if name == "values":
+            return Value(kind=LIST, items=(element,))
+        if name in ("get", "pop"):
+            return element
+        if name == "keys":
+            return Value(kind=HOST)
+        if name in ("append", "extend"):
+            return self.container_add(receiver, receiver_node, name, node, args, env)
+        return None
+
+    def container_add(self, receiver, receiver_node, name, node, args, env) -> Value:
+        if not args:
+            return Value(kind=HOST)
+        added = args[-1].value
+        if name == "extend":
+            added = self.element_of(added, args[-1].node.value, node)
+        if self.scope.in_module_init:
+            self.program.note_container_append(self, receiver, receiver_node, added, node)
+        key = dotted_name(receiver_node)
+        if key is not None:
+            from .interpreter import _container_of  # local: the two modules share this helper
+            existing = []
+            if receiver.kind == BATCH:
+                existing = [Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source)]
+            elif receiver.items:
+                existing = list(receiver.items) if receiver.kind == TUPLE else [receiver.items[0]]
+            updated = _container_of(existing + [added], receiver.cls or "list")
+            env.values[key] = replace(updated, origin=receiver.origin)
+        return Value(kind=HOST)
+
+    def tokenizer_call(self, name: str, node: cst.Call, args: List[Arg]) -> Value:
+        returns_tensors = any(a.keyword == "return_tensors" for a in args)
+        if not returns_tensors:
+            return Value(kind=HOST)
+        if name == "encode":
+            return Value(kind=TENSOR, device=CPU, origin=node, source=SOURCE_TOKENIZER, scalar=False)
+        if name in _TOKENIZER_BATCH_METHODS:
+            return Value(kind=BATCH, device=CPU, origin=node, source=SOURCE_TOKENIZER, in_place_move=True)
+        return UNKNOWN_VALUE

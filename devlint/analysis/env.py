@@ -1,0 +1,67 @@
+"""The abstract state at one program point: names and attribute paths to values."""
+from __future__ import annotations
+
+from typing import Dict, Iterable, Optional
+
+from .lattice import CPU, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_values
+
+
+class Env:
+    """Maps local names and dotted paths (``self.fc``, ``args.device``) to values.
+
+    ``dead`` marks a state after ``return``/``raise``: it joins as nothing.
+    """
+
+    __slots__ = ("values", "default_device", "dead", "guarded")
+
+    def __init__(self, values: Optional[Dict[str, Value]] = None, default_device: Device = CPU,
+                 dead: bool = False, guarded: bool = False) -> None:
+        self.values: Dict[str, Value] = dict(values) if values else {}
+        self.default_device = default_device
+        self.dead = dead
+        self.guarded = guarded  # an accelerator-availability check has been seen on this path
+
+    def copy(self) -> "Env":
+        return Env(self.values, self.default_device, self.dead, self.guarded)
+
+    def get(self, key: str) -> Optional[Value]:
+        return self.values.get(key)
+
+    def bind(self, key: str, value: Value) -> None:
+        """Bind `key`, forgetting what was known about the old object's attributes."""
+        prefix = key + "."
+        for stale in [k for k in self.values if k.startswith(prefix)]:
+            del self.values[stale]
+        self.values[key] = value
+
+    def replace_identity(self, ident: int, moved: Value) -> None:
+        """An in-place move: every name bound to the same object sees it."""
+        for key, value in list(self.values.items()):
+            if value.ident == ident:
+                self.values[key] = value.with_device(moved.device, moved.origin)
+
+    def keys(self) -> Iterable[str]:
+        return self.values.keys()
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Env) and self.values == other.values and self.dead == other.dead
+                and self.default_device == other.default_device and self.guarded == other.guarded)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def join_envs(a: Env, b: Env, availability_split: bool = False) -> Env:
+    if a.dead:
+        return b.copy()
+    if b.dead:
+        return a.copy()
+    joined: Dict[str, Value] = {}
+    for key in a.values.keys() | b.values.keys():
+        left, right = a.values.get(key), b.values.get(key)
+        if left is None or right is None:
+            # Bound on one path only: whatever it was before is unknown now.
+            joined[key] = UNKNOWN_VALUE
+        else:
+            joined[key] = join_values(left, right, availability_split)
+    default = a.default_device if a.default_device == b.default_device else UNKNOWN
+    return Env(joined, default, False, a.guarded and b.guarded)

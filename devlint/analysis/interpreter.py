@@ -1,0 +1,595 @@
+"""The flow-sensitive abstract interpreter over one function body (or a module).
+
+Statements are walked in order; branches are interpreted on copies of the
+state and joined; loops are iterated to a fixpoint *silently* and then walked
+once more to record facts, so every fact describes the loop's stable state.
+Call semantics (the torch API, modules, local functions) live in `calls.py`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, List, Optional, Sequence
+
+import libcst as cst
+
+from . import torch_api as api
+from .calls import CallEvaluator
+from .env import Env, join_envs
+from .lattice import (
+    BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, MODULE, SOURCE_LOADER, TENSOR,
+    TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, join_values,
+)
+from .names import dotted_name, last_identifier, string_value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .program import ClassInfo, Program
+
+MAX_LOOP_ITERATIONS = 4
+#: A branch test on one of these names is a user's device choice (`if args.cuda:`).
+_DEVICE_FLAG = re.compile(r"cuda|gpu|accel|mps|device", re.IGNORECASE)
+_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+
+REF = "ref"        # an imported module or object; `cls` holds its qualified name
+OBJECT = "object"  # an instance of a non-module class defined in the file
+
+
+class Scope:
+    """Where the interpreter runs: module level, a function, or a method."""
+
+    def __init__(self, owner: Optional["ClassInfo"] = None, method: str = "", outer: Sequence[Env] = ()) -> None:
+        self.owner = owner
+        self.method = method
+        self.outer = list(outer)
+
+    @property
+    def in_module_init(self) -> bool:
+        return self.owner is not None and bool(self.owner.is_module) and self.method == "__init__"
+
+
+class Interpreter(CallEvaluator):
+    def __init__(self, program: "Program", scope: Scope) -> None:
+        self.program = program
+        self.scope = scope
+        self.silent = 0
+        self.returns: List[Value] = []
+
+    # --- facts ------------------------------------------------------------
+
+    @property
+    def recording(self) -> bool:
+        return self.silent == 0
+
+    # --- names --------------------------------------------------------------
+
+    def lookup(self, key: str, env: Env) -> Optional[Value]:
+        value = env.get(key)
+        if value is not None:
+            return value
+        for outer in self.scope.outer:
+            value = outer.get(key)
+            if value is not None:
+                return value
+        return None
+
+    # --- statements ---------------------------------------------------------
+
+    def exec_block(self, body: Sequence[cst.CSTNode], env: Env) -> Env:
+        for statement in body:
+            if env.dead:
+                break
+            env = self.exec_statement(statement, env)
+        return env
+
+    def exec_suite(self, suite: cst.BaseSuite, env: Env) -> Env:
+        return self.exec_block(suite.body, env)
+
+    def exec_statement(self, node: cst.CSTNode, env: Env) -> Env:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if env.dead:
+                    break
+                self.exec_small(small, env)
+            return env
+        if isinstance(node, cst.If):
+            return self.exec_if(node, env)
+        if isinstance(node, cst.For):
+            return self.exec_for(node, env)
+        if isinstance(node, cst.While):
+            return self.exec_while(node, env)
+        if isinstance(node, (cst.Try, getattr(cst, "TryStar", cst.Try))):
+            return self.exec_try(node, env)
+        if isinstance(node, cst.With):
+            return self.exec_with(node, env)
+        if isinstance(node, cst.FunctionDef):
+            env.bind(node.name.value, self.program.declare_function(node, self.scope, env))
+            return env
+        if isinstance(node, cst.ClassDef):
+            env.bind(node.name.value, self.program.declare_class(node, self.scope, env))
+            return env
+        if isinstance(node, getattr(cst, "Match", ())):
+            return self.exec_match(node, env)
+        return env
+
+    def exec_small(self, node: cst.BaseSmallStatement, env: Env) -> None:
+        if isinstance(node, cst.Expr):
+            value = node.value
+            if isinstance(value, cst.Call):
+                self.eval_call(value, env, discarded=True)
+            else:
+                self.eval(value, env)
+        elif isinstance(node, cst.Assign):
+            value = self.eval(node.value, env)
+            for target in node.targets:
+                self.assign(target.target, value, env, node)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                self.assign(node.target, self.eval(node.value, env), env, node)
+        elif isinstance(node, cst.AugAssign):
+            left = self.eval(node.target, env)
+            right = self.eval(node.value, env)
+            result = self.binary(node, node.target, left, node.value, right, _operator_text(node.operator), env)
+            self.assign(node.target, result, env, node)
+        elif isinstance(node, cst.Return):
+            self.returns.append(self.eval(node.value, env) if node.value is not None else Value(kind=HOST))
+            env.dead = True
+        elif isinstance(node, cst.Raise):
+            if node.exc is not None:
+                self.eval(node.exc, env)
+            env.dead = True
+        elif isinstance(node, cst.Import):
+            for alias in node.names:
+                qualname = dotted_name(alias.name) or ""
+                if alias.asname is not None:
+                    env.bind(alias.asname.name.value, Value(kind=REF, cls=qualname))
+                else:
+                    head = qualname.split(".", 1)[0]
+                    env.bind(head, Value(kind=REF, cls=head))
+        elif isinstance(node, cst.ImportFrom):
+            self.exec_import_from(node, env)
+        elif isinstance(node, cst.Assert):
+            self.eval(node.test, env)
+        elif isinstance(node, cst.Del):
+            pass
+
+    def exec_import_from(self, node: cst.ImportFrom, env: Env) -> None:
+        if node.module is None or node.relative:
+            base = ""  # relative imports: names from this project, unknown here
+        else:
+            base = dotted_name(node.module) or ""
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = dotted_name(alias.name) or ""
+            local = alias.asname.name.value if alias.asname is not None else name
+            env.bind(local, Value(kind=REF, cls=f"{base}.{name}" if base else f"local.{name}"))
+
+    def exec_if(self, node: cst.If, env: Env) -> Env:
+        test = self.eval(node.test, env)
+        split = self.is_device_choice(node.test, test)
+        then_env = env.copy()
+        else_env = env.copy()
+        if split:
+            then_env.guarded = else_env.guarded = True
+        then_env = self.exec_suite(node.body, then_env)
+        if isinstance(node.orelse, cst.If):
+            else_env = self.exec_if(node.orelse, else_env)
+        elif isinstance(node.orelse, cst.Else):
+            else_env = self.exec_suite(node.orelse.body, else_env)
+        return join_envs(then_env, else_env, split)
+
+    def is_device_choice(self, test: cst.BaseExpression, value: Value) -> bool:
+        """Does this test choose between an accelerator and the CPU?"""
+        if value.source == "availability":
+            return True
+        name = dotted_name(test)
+        if name is None and isinstance(test, cst.UnaryOperation):
+            name = dotted_name(test.expression)
+        if name is not None and _DEVICE_FLAG.search(name.rsplit(".", 1)[-1]):
+            return True
+        return False
+
+    def exec_loop_body(self, env: Env, run_once) -> Env:
+        """Iterate `run_once(env) -> env` to a fixpoint, then once more recording facts."""
+        head = env.copy()
+        self.silent += 1
+        try:
+            for _ in range(MAX_LOOP_ITERATIONS):
+                after = run_once(head.copy())
+                widened = join_envs(head, after)
+                if widened == head:
+                    break
+                head = widened
+            else:
+                head = _widen(head, join_envs(head, run_once(head.copy())))
+        finally:
+            self.silent -= 1
+        after = run_once(head.copy())
+        return join_envs(head, after)
+
+    def exec_for(self, node: cst.For, env: Env) -> Env:
+        iterable = self.eval(node.iter, env)
+        element = self.element_of(iterable, node.iter, node.target)
+
+        def run_once(state: Env) -> Env:
+            self.assign(node.target, element, state, node)
+            state = self.exec_suite(node.body, state)
+            state.dead = False  # `break`/`continue`/`return` paths rejoin the head
+            return state
+
+        result = self.exec_loop_body(env, run_once)
+        if node.orelse is not None:
+            result = self.exec_suite(node.orelse.body, result)
+        return result
+
+    def exec_while(self, node: cst.While, env: Env) -> Env:
+        def run_once(state: Env) -> Env:
+            self.eval(node.test, state)
+            state = self.exec_suite(node.body, state)
+            state.dead = False
+            return state
+
+        self.eval(node.test, env)
+        result = self.exec_loop_body(env, run_once)
+        if node.orelse is not None:
+            result = self.exec_suite(node.orelse.body, result)
+        return result
+
+    def exec_try(self, node, env: Env) -> Env:
+        before = env.copy()
+        body = self.exec_suite(node.body, env.copy())
+        if node.orelse is not None:
+            body = self.exec_suite(node.orelse.body, body)
+        result = body
+        for handler in node.handlers:
+            start = join_envs(before, body) if not body.dead else before.copy()
+            if handler.name is not None and isinstance(handler.name.name, cst.Name):
+                start.bind(handler.name.name.value, UNKNOWN_VALUE)
+            result = join_envs(result, self.exec_suite(handler.body, start))
+        if node.finalbody is not None:
+            dead = result.dead
+            result.dead = False
+            result = self.exec_suite(node.finalbody.body, result)
+            result.dead = result.dead or dead
+        return result
+
+    def exec_with(self, node: cst.With, env: Env) -> Env:
+        saved_default = env.default_device
+        for item in node.items:
+            value = self.eval(item.item, env)
+            if value.kind == DEVICE and isinstance(item.item, cst.Call):
+                env.default_device = value.device  # `with torch.device(...)`
+            if item.asname is not None:
+                self.assign(item.asname.name, UNKNOWN_VALUE, env, node)
+        env = self.exec_suite(node.body, env)
+        env.default_device = saved_default
+        return env
+
+    def exec_match(self, node, env: Env) -> Env:
+        self.eval(node.subject, env)
+        result: Optional[Env] = None
+        for case in node.cases:
+            branch = self.exec_suite(case.body, env.copy())
+            result = branch if result is None else join_envs(result, branch)
+        return join_envs(env, result) if result is not None else env
+
+    # --- assignment -----------------------------------------------------------
+
+    def assign(self, target: cst.BaseExpression, value: Value, env: Env, statement: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            env.bind(target.value, value)
+        elif isinstance(target, cst.Attribute):
+            key = dotted_name(target)
+            if key is not None:
+                if key.startswith("self.") and key.count(".") == 1 and self.scope.in_module_init:
+                    self.program.note_module_attribute(self, target, value, env, statement)
+                env.bind(key, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = target.elements
+            for index, element in enumerate(elements):
+                if isinstance(element, cst.StarredElement):
+                    self.assign(element.value, UNKNOWN_VALUE, env, statement)
+                else:
+                    self.assign(element.value, self.unpack(value, index, len(elements), element.value), env, statement)
+        elif isinstance(target, cst.Subscript):
+            self.program.note_container_store(self, target, value, env)
+        elif isinstance(target, cst.StarredElement):
+            self.assign(target.value, UNKNOWN_VALUE, env, statement)
+
+    def unpack(self, value: Value, index: int, count: int, target: cst.CSTNode) -> Value:
+        if value.kind == TUPLE and len(value.items) == count:
+            return value.items[index]
+        if value.kind == BATCH:
+            # Each unpacked tensor is its own root cause: it gets its own origin.
+            return Value(kind=TENSOR, device=value.device, origin=target, source=value.source,
+                         scalar=False if value.source else None)
+        if value.kind == LIST and value.items:
+            return value.items[0]
+        return UNKNOWN_VALUE
+
+    def element_of(self, iterable: Value, node: cst.BaseExpression, origin: cst.CSTNode) -> Value:
+        """What one iteration over `iterable` yields."""
+        kind = iterable.kind
+        if kind == "loader" or (kind not in (LIST, TUPLE, BATCH, TENSOR, MODULE, HOST, DEVICE, REF)
+                                and not iterable.device.known and api.is_loader_name(last_identifier(node))
+                                and iterable.source != "device-aware"):
+            return Value(kind=BATCH, device=api.CPU, origin=origin, source=SOURCE_LOADER)
+        if kind == LIST:
+            return iterable.items[0] if iterable.items else UNKNOWN_VALUE
+        if kind == TUPLE:
+            result = iterable.items[0] if iterable.items else UNKNOWN_VALUE
+            for item in iterable.items[1:]:
+                result = join_values(result, item)
+            return result
+        if kind in (BATCH, TENSOR):
+            return Value(kind=TENSOR, device=iterable.device, origin=iterable.origin, source=iterable.source)
+        if kind == MODULE:  # iterating a ModuleList/Sequential yields its submodules
+            return Value(kind=MODULE, device=iterable.device, origin=iterable.origin, stateful=None)
+        return UNKNOWN_VALUE
+
+    # --- expressions ------------------------------------------------------------
+
+    def eval(self, node: cst.BaseExpression, env: Env) -> Value:
+        method = getattr(self, "eval_" + type(node).__name__, None)
+        if method is None:
+            self.eval_children(node, env)
+            return UNKNOWN_VALUE
+        return method(node, env)
+
+    def eval_children(self, node: cst.CSTNode, env: Env) -> None:
+        """Evaluate sub-expressions for their facts; the value is unknown."""
+        for child in node.children:
+            if isinstance(child, cst.BaseExpression):
+                self.eval(child, env)
+            elif isinstance(child, (cst.Arg, cst.Element, cst.DictElement, cst.StarredDictElement,
+                                    cst.FormattedStringExpression, cst.Index, cst.SubscriptElement)):
+                self.eval_children(child, env)
+
+    def eval_Name(self, node: cst.Name, env: Env) -> Value:
+        value = self.lookup(node.value, env)
+        if value is not None:
+            return value
+        if node.value in ("True", "False", "None"):
+            return Value(kind=HOST)
+        return UNKNOWN_VALUE
+
+    def eval_Attribute(self, node: cst.Attribute, env: Env) -> Value:
+        key = dotted_name(node)
+        if key is not None:
+            value = self.lookup(key, env)
+            if value is not None:
+                return value
+        base = self.eval(node.value, env)
+        return self.attribute_of(base, node.attr.value, node, env)
+
+    def attribute_of(self, base: Value, attr: str, node: cst.CSTNode, env: Env) -> Value:
+        kind = base.kind
+        if kind == REF:
+            return Value(kind=REF, cls=f"{base.cls}.{attr}")
+        if kind in (TENSOR, BATCH):
+            if attr == "device":
+                return Value(kind=DEVICE, device=base.device, origin=base.origin)
+            if attr in api.HOST_ATTRIBUTES:
+                return Value(kind=HOST)
+            return Value(kind=TENSOR, device=base.device, origin=base.origin, source=base.source,
+                         scalar=base.scalar if attr in ("T", "mT", "data", "grad") else None)
+        if kind == MODULE:
+            if attr == "device":
+                return Value(kind=DEVICE, device=base.device, origin=base.origin)
+            if attr in ("weight", "bias"):
+                return Value(kind=TENSOR, device=base.device, origin=base.origin, parameter=True)
+            if attr == "module":  # DataParallel(model).module
+                return replace(base, scatters=False)
+            return self.program.class_attribute(base, attr)
+        if kind == OBJECT:
+            return self.program.class_attribute(base, attr)
+        if kind == DEVICE and attr in ("type", "index"):
+            return Value(kind=HOST, source="device-type")
+        return UNKNOWN_VALUE
+
+    def eval_SimpleString(self, node: cst.SimpleString, env: Env) -> Value:
+        return self.string_value(string_value(node), node, env)
+
+    def eval_ConcatenatedString(self, node: cst.ConcatenatedString, env: Env) -> Value:
+        return self.string_value(string_value(node), node, env)
+
+    def eval_FormattedString(self, node: cst.FormattedString, env: Env) -> Value:
+        self.eval_children(node, env)
+        head = node.parts[0] if node.parts else None
+        if isinstance(head, cst.FormattedStringText) and head.value.startswith(("cuda:", "cuda")):
+            return Value(kind=DEVICE, device=self.accelerator_literal(api.parse_device_string("cuda"), env), origin=node)
+        return Value(kind=HOST)
+
+    def string_value(self, text: Optional[str], node: cst.CSTNode, env: Env) -> Value:
+        device = api.parse_device_string(text) if text is not None else None
+        if device is None:
+            return Value(kind=HOST, cls="str")
+        return Value(kind=DEVICE, device=self.accelerator_literal(device, env), origin=node, cls="str")
+
+    def accelerator_literal(self, device, env: Env):
+        """A literal accelerator: unguarded unless availability was checked on this path."""
+        if device.kind == api.CUDA and not env.guarded:
+            return replace(device, kind="unguarded")
+        return device
+
+    def eval_Integer(self, node, env):
+        return Value(kind=HOST, cls="int")
+
+    eval_Float = eval_Imaginary = eval_Integer
+
+    def eval_Tuple(self, node: cst.Tuple, env: Env) -> Value:
+        items = []
+        for element in node.elements:
+            value = self.eval(element.value, env)
+            items.append(UNKNOWN_VALUE if isinstance(element, cst.StarredElement) else value)
+        if any(isinstance(element, cst.StarredElement) for element in node.elements):
+            return _container_of(items, "list")
+        return Value(kind=TUPLE, items=tuple(items), origin=node)
+
+    def eval_List(self, node: cst.List, env: Env) -> Value:
+        items = [self.eval(element.value, env) for element in node.elements]
+        if not items:
+            return Value(kind=LIST, cls="list", origin=node)
+        if any(isinstance(element, cst.StarredElement) for element in node.elements):
+            return _container_of(items, "list")
+        return Value(kind=TUPLE, items=tuple(items), origin=node, cls="list")
+
+    def eval_Set(self, node, env):
+        self.eval_children(node, env)
+        return Value(kind=HOST)
+
+    def eval_Dict(self, node: cst.Dict, env: Env) -> Value:
+        values = []
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                self.eval(element.key, env)
+                values.append(self.eval(element.value, env))
+            else:
+                values.append(UNKNOWN_VALUE)
+                self.eval(element.value, env)
+        if not values:
+            return Value(kind=LIST, cls="dict", origin=node)
+        return replace(_container_of(values, "dict"), origin=node)
+
+    def eval_comprehension(self, node, env: Env, element_nodes) -> List[Value]:
+        scope = env.copy()
+        for_in = node.for_in
+        while for_in is not None:
+            iterable = self.eval(for_in.iter, scope)
+            self.assign(for_in.target, self.element_of(iterable, for_in.iter, for_in.target), scope, node)
+            for condition in for_in.ifs:
+                self.eval(condition.test, scope)
+            for_in = for_in.inner_for_in
+        return [self.eval(element, scope) for element in element_nodes]
+
+    def eval_ListComp(self, node, env):
+        (element,) = self.eval_comprehension(node, env, [node.elt])
+        return replace(_container_of([element], "list"), origin=node)
+
+    eval_GeneratorExp = eval_SetComp = eval_ListComp
+
+    def eval_DictComp(self, node, env):
+        _, value = self.eval_comprehension(node, env, [node.key, node.value])
+        return replace(_container_of([value], "dict"), origin=node)
+
+    def eval_Subscript(self, node: cst.Subscript, env: Env) -> Value:
+        base = self.eval(node.value, env)
+        for element in node.slice:
+            self.eval_children(element, env)
+        if base.kind in (TENSOR, BATCH):
+            return Value(kind=TENSOR, device=base.device, origin=base.origin, source=base.source,
+                         scalar=False if base.kind == BATCH and base.source else None)
+        if base.kind == TUPLE and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            index = node.slice[0].slice.value
+            if isinstance(index, cst.Integer):
+                position = int(index.value)
+                if -len(base.items) <= position < len(base.items):
+                    return base.items[position]
+            return _container_of(list(base.items), base.cls or "list").items[0] if base.items else UNKNOWN_VALUE
+        if base.kind == LIST and base.items:
+            return base.items[0]
+        if base.kind == MODULE:  # nn.Sequential / ModuleList indexing
+            return Value(kind=MODULE, device=base.device, origin=base.origin, stateful=None)
+        return UNKNOWN_VALUE
+
+    def eval_BinaryOperation(self, node: cst.BinaryOperation, env: Env) -> Value:
+        left = self.eval(node.left, env)
+        right = self.eval(node.right, env)
+        return self.binary(node, node.left, left, node.right, right, _operator_text(node.operator), env)
+
+    def binary(self, node, left_node, left: Value, right_node, right: Value, operator: str, env: Env) -> Value:
+        if left.kind not in (TENSOR, BATCH) and right.kind not in (TENSOR, BATCH):
+            if left.kind == HOST and right.kind == HOST:
+                return Value(kind=HOST, source=left.source or right.source)
+            return UNKNOWN_VALUE
+        return self.check_operands(node, [(left_node, left), (right_node, right)], operator,
+                                   arithmetic=operator != "@")
+
+    def eval_Comparison(self, node: cst.Comparison, env: Env) -> Value:
+        left = self.eval(node.left, env)
+        result = left
+        for target in node.comparisons:
+            right = self.eval(target.comparator, env)
+            operator = type(target.operator).__name__
+            if operator in ("Is", "IsNot", "In", "NotIn"):
+                result = Value(kind=HOST, source=left.source or right.source)
+                continue
+            if left.kind == DEVICE or right.kind == DEVICE or "device-type" in (left.source, right.source):
+                result = Value(kind=HOST, source="availability")
+                continue
+            result = self.binary(node, node.left, left, target.comparator, right, "==", env)
+            if result.kind != TENSOR:
+                result = Value(kind=HOST, source=left.source or right.source)
+        return result
+
+    def eval_UnaryOperation(self, node: cst.UnaryOperation, env: Env) -> Value:
+        value = self.eval(node.expression, env)
+        if value.kind in (TENSOR, HOST):
+            return replace(value, origin=node) if value.kind == TENSOR else value
+        return UNKNOWN_VALUE
+
+    def eval_BooleanOperation(self, node: cst.BooleanOperation, env: Env) -> Value:
+        left = self.eval(node.left, env)
+        right = self.eval(node.right, env)
+        if "availability" in (left.source, right.source):
+            return Value(kind=HOST, source="availability")
+        return join_values(left, right)
+
+    def eval_IfExp(self, node: cst.IfExp, env: Env) -> Value:
+        test = self.eval(node.test, env)
+        split = self.is_device_choice(node.test, test)
+        body_env, else_env = env.copy(), env.copy()
+        if split:
+            body_env.guarded = else_env.guarded = True
+        body = self.eval(node.body, body_env)
+        orelse = self.eval(node.orelse, else_env)
+        return join_values(body, orelse, split)
+
+    def eval_NamedExpr(self, node, env):
+        value = self.eval(node.value, env)
+        self.assign(node.target, value, env, node)
+        return value
+
+    def eval_Await(self, node, env):
+        return self.eval(node.expression, env)
+
+    def eval_Lambda(self, node, env):
+        return UNKNOWN_VALUE
+
+    def eval_Call(self, node: cst.Call, env: Env) -> Value:
+        return self.eval_call(node, env, discarded=False)
+
+    def exits(self, qualname: str) -> bool:
+        return qualname in _EXITS
+
+
+def _operator_text(operator: cst.CSTNode) -> str:
+    return {
+        "Add": "+", "Subtract": "-", "Multiply": "*", "Divide": "/", "FloorDivide": "//",
+        "Modulo": "%", "Power": "**", "MatrixMultiply": "@", "BitAnd": "&", "BitOr": "|",
+        "BitXor": "^", "LeftShift": "<<", "RightShift": ">>",
+        "AddAssign": "+", "SubtractAssign": "-", "MultiplyAssign": "*", "DivideAssign": "/",
+        "FloorDivideAssign": "//", "ModuloAssign": "%", "PowerAssign": "**",
+        "MatrixMultiplyAssign": "@", "BitAndAssign": "&", "BitOrAssign": "|", "BitXorAssign": "^",
+    }.get(type(operator).__name__, "op")
+
+
+def _container_of(items: List[Value], flavour: str) -> Value:
+    """A list/dict/generator whose elements are `items`, seen as one element."""
+    element = items[0] if items else UNKNOWN_VALUE
+    for item in items[1:]:
+        element = join_values(element, item)
+    if element.kind in (TENSOR, BATCH):
+        return Value(kind=BATCH, device=element.device, origin=element.origin, source=element.source)
+    return Value(kind=LIST, items=(element,), cls=flavour)
+
+
+def _widen(head: Env, after: Env) -> Env:
+    """Give up on names that still change after the iteration budget."""
+    for key in list(after.values):
+        if head.values.get(key) != after.values.get(key):
+            after.values[key] = UNKNOWN_VALUE
+    return after
+
+
+__all__ = ["Interpreter", "Scope", "REF", "OBJECT", "CLASS", "FUNCTION", "UNKNOWN"]

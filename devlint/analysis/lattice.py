@@ -1,0 +1,203 @@
+"""The abstract domain: where a value lives and what kind of value it is.
+
+A `Device` is one point of the device lattice from DESIGN §2.  Concrete
+devices (cpu, cuda[:i], mps, xpu, meta) sit beside three abstract ones:
+
+* ``selected``   an accelerator picked at run time with a CPU fallback;
+* ``unguarded``  an accelerator asked for with no fallback (crashes on laptops);
+* ``symbolic``   "whatever device `key` holds": a device variable whose value
+  the analysis cannot see (a ``device`` parameter, ``args.device``), or the
+  device of the module whose ``forward`` is being read (key ``"self"``).
+
+``unknown`` is the top of the lattice and is always silent.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional, Tuple
+
+import libcst as cst
+
+CPU_KIND = "cpu"
+CUDA = "cuda"
+MPS = "mps"
+XPU = "xpu"
+META = "meta"
+SELECTED = "selected"
+UNGUARDED = "unguarded"
+SYMBOLIC = "symbolic"
+UNKNOWN_KIND = "unknown"
+
+ACCELERATOR_KINDS = frozenset({CUDA, MPS, XPU, SELECTED, UNGUARDED})
+
+
+@dataclass(frozen=True)
+class Device:
+    kind: str
+    index: Optional[int] = None
+    key: str = ""  # for symbolic devices: the expression or owner they stand for
+
+    @property
+    def known(self) -> bool:
+        return self.kind != UNKNOWN_KIND
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.kind == CPU_KIND
+
+    @property
+    def is_accelerator(self) -> bool:
+        return self.kind in ACCELERATOR_KINDS
+
+    def describe(self) -> str:
+        if self.kind in (CUDA, MPS, XPU):
+            return self.kind if self.index is None else f"{self.kind}:{self.index}"
+        if self.kind == SELECTED:
+            return "the selected accelerator"
+        if self.kind == UNGUARDED:
+            name = "cuda" if self.index is None else f"cuda:{self.index}"
+            return f"{name} (no CPU fallback)"
+        if self.kind == SYMBOLIC:
+            return "the module's device" if self.key == "self" else f"`{self.key}`"
+        return self.kind
+
+
+UNKNOWN = Device(UNKNOWN_KIND)
+CPU = Device(CPU_KIND)
+
+
+def accelerator(kind: str, index: Optional[int] = None) -> Device:
+    return Device(kind, index)
+
+
+def symbolic(key: str) -> Device:
+    return Device(SYMBOLIC, key=key)
+
+
+def join_devices(a: Device, b: Device, availability_split: bool = False) -> Device:
+    """Least upper bound of two devices at a merge point.
+
+    ``availability_split`` is true when the two paths were separated by an
+    accelerator-availability test: an accelerator on one side and the CPU on
+    the other is then exactly the SELECTED device.
+    """
+    if a == b:
+        return a
+    if not a.known or not b.known:
+        return UNKNOWN
+    if availability_split and {a.is_cpu, b.is_cpu} == {True, False} and (a.is_accelerator or b.is_accelerator):
+        return Device(SELECTED)
+    if a.is_accelerator and b.is_accelerator:
+        if a.kind == b.kind:
+            return Device(a.kind)  # same accelerator, indices differ
+        if {a.kind, b.kind} <= {CUDA, UNGUARDED, SELECTED}:
+            return Device(SELECTED) if SELECTED in (a.kind, b.kind) else Device(CUDA)
+    return UNKNOWN
+
+
+def _placement(device: Device) -> Tuple[str, object]:
+    """Where a device lands on a machine that has the accelerator."""
+    if device.kind == CPU_KIND:
+        return ("cpu", None)
+    if device.kind == META:
+        return ("meta", None)
+    if device.kind == SYMBOLIC:
+        return ("symbolic", device.key)
+    return ("accelerator", device.index)
+
+
+def conflicts(a: Device, b: Device) -> bool:
+    """True when tensors on `a` and `b` cannot meet in one op on a GPU machine.
+
+    Only sure conflicts count: cpu against any accelerator (SELECTED and
+    symbolic devices included, since the point of choosing a device is to run
+    on the accelerator), meta against anything real, and two different
+    explicit accelerator indices.
+    """
+    if not a.known or not b.known or a == b:
+        return False
+    pa, pb = _placement(a), _placement(b)
+    if pa[0] == "meta" or pb[0] == "meta":
+        return pa[0] != pb[0]
+    if "cpu" in (pa[0], pb[0]):
+        return pa[0] != pb[0]
+    if pa[0] == pb[0] == "accelerator":
+        return pa[1] is not None and pb[1] is not None and pa[1] != pb[1]
+    return False
+
+
+# --- values -----------------------------------------------------------------
+
+MODULE = "module"
+TENSOR = "tensor"
+BATCH = "batch"          # a collection of tensors: tuples, dicts, BatchEncoding
+TUPLE = "tuple"          # a tuple whose items are known one by one
+OPTIMIZER = "optimizer"
+LOADER = "loader"
+DEVICE = "device"
+HOST = "host"            # python numbers, numpy arrays, shapes
+TOKENIZER = "tokenizer"
+CLASS = "class"          # a class object we know (its name is in `cls`)
+FUNCTION = "function"    # a function defined in the file (its name in `cls`)
+LIST = "list"            # a python list/dict whose element is `item`
+ANY = "unknown"
+
+# Where a tensor came from; rules use it to pick the code and the words.
+SOURCE_FACTORY = "factory"
+SOURCE_LOADER = "loader"
+SOURCE_TOKENIZER = "tokenizer"
+SOURCE_LOAD = "torch.load"
+SOURCE_ATTRIBUTE = "attribute"
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: str = ANY
+    device: Device = UNKNOWN
+    origin: Optional[cst.CSTNode] = None   # the node where it got its device
+    source: str = ""                       # SOURCE_* tag
+    ident: Optional[int] = None            # object identity for in-place module moves
+    cls: str = ""                          # class or function name
+    stateful: Optional[bool] = None        # module has parameters/buffers
+    scatters: bool = False                 # DataParallel/DDP(device_ids): moves inputs itself
+    scalar: Optional[bool] = None          # 0-dim tensor (mixes with accelerator tensors)
+    parameter: bool = False                # nn.Parameter: registers itself on a module
+    explicit_device: bool = False          # factory was given device=
+    items: Tuple["Value", ...] = field(default=())  # TUPLE items, or (element,) for LIST
+    in_place_move: bool = False            # `.to()` mutates (BatchEncoding)
+
+    def with_device(self, device: Device, origin: Optional[cst.CSTNode] = None, **changes) -> "Value":
+        return replace(self, device=device, origin=origin if origin is not None else self.origin, **changes)
+
+    @property
+    def is_tensorlike(self) -> bool:
+        return self.kind in (TENSOR, BATCH)
+
+
+UNKNOWN_VALUE = Value()
+
+
+def join_values(a: Value, b: Value, availability_split: bool = False) -> Value:
+    if a == b:
+        return a
+    if a.kind != b.kind:
+        return UNKNOWN_VALUE
+    device = join_devices(a.device, b.device, availability_split)
+    items: Tuple[Value, ...] = ()
+    if len(a.items) == len(b.items):
+        items = tuple(join_values(x, y, availability_split) for x, y in zip(a.items, b.items))
+    return Value(
+        kind=a.kind,
+        device=device,
+        origin=a.origin if a.origin is b.origin or a.device == device else b.origin if b.device == device else a.origin,
+        source=a.source if a.source == b.source else "",
+        ident=a.ident if a.ident == b.ident else None,
+        cls=a.cls if a.cls == b.cls else "",
+        stateful=a.stateful if a.stateful == b.stateful else None,
+        scatters=a.scatters and b.scatters,
+        scalar=a.scalar if a.scalar == b.scalar else None,
+        parameter=a.parameter and b.parameter,
+        explicit_device=a.explicit_device and b.explicit_device,
+        items=items,
+        in_place_move=a.in_place_move and b.in_place_move,
+    )

@@ -1,0 +1,342 @@
+"""One file as a whole: module-level code, classes, functions and their summaries.
+
+The module body is interpreted first, in order; a function called from it
+is analysed on demand with the module state of that moment (as Python would
+run it), every other function afterwards with the final module state.  Each
+function is analysed once: its facts are recorded once and its return value
+is its summary, specialised at call sites by substituting the devices of the
+arguments for symbolic parameter devices.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Dict, List, Optional, Set
+
+import libcst as cst
+
+from . import torch_api as api
+from .env import Env
+from .facts import FileFacts, UnregisteredState
+from .interpreter import OBJECT, REF, Interpreter, Scope
+from .lattice import (
+    BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, MODULE, SYMBOLIC, TENSOR, TUPLE,
+    UNKNOWN, UNKNOWN_VALUE, Device, Value, join_values, symbolic,
+)
+from .names import dotted_name, string_value
+
+#: Text that shows a file cares about accelerators at all.  In a file without
+#: it, `forward` inputs are not assumed to live on an accelerator.
+_ACCELERATOR_TEXT = re.compile(r"cuda|\bmps\b|xpu|accelerat|device|\.to\(")
+_LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+_TENSOR_ANNOTATIONS = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor", "torch.LongTensor"})
+
+
+class FunctionInfo:
+    def __init__(self, node: cst.FunctionDef, owner: Optional["ClassInfo"], outer: List[Env]) -> None:
+        self.node = node
+        self.owner = owner
+        self.outer = outer
+        self.result: Optional[Value] = None
+        self.running = False
+        self.final_env: Optional[Env] = None
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+    def parameters(self) -> List[cst.Param]:
+        params = self.node.params
+        return list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+
+
+class ClassInfo:
+    def __init__(self, node: cst.ClassDef, outer: List[Env]) -> None:
+        self.node = node
+        self.name = node.name.value
+        self.outer = outer
+        self.is_module: Optional[bool] = None
+        self.stateful: Optional[bool] = None
+        self.attrs: Dict[str, Value] = {}
+        self.buffers: Set[str] = set()
+        self.reported: Set[str] = set()
+        self.unknown_submodule = False
+        self.methods: Dict[str, FunctionInfo] = {}
+        self.state = "new"  # new -> running -> done
+        for statement in node.body.body:
+            if isinstance(statement, cst.FunctionDef):
+                self.methods[statement.name.value] = FunctionInfo(statement, self, outer)
+
+
+class Program:
+    def __init__(self, module: cst.Module, source: str) -> None:
+        self.module = module
+        self.facts = FileFacts()
+        self.reported: Set[int] = set()
+        self.accelerator_evidence = bool(_ACCELERATOR_TEXT.search(source))
+        self.module_env = Env()
+        self.functions: Dict[int, FunctionInfo] = {}
+        self.classes: Dict[str, ClassInfo] = {}
+        self.class_order: List[ClassInfo] = []
+
+    # --- driver -------------------------------------------------------------
+
+    def run(self) -> FileFacts:
+        Interpreter(self, Scope()).exec_block(self.module.body, self.module_env)
+        for info in self.class_order:
+            self.ensure_class(info)
+            for method in info.methods.values():
+                self.analyse(method)
+        for info in list(self.functions.values()):
+            self.analyse(info)
+        return self.facts
+
+    def self_device(self) -> Device:
+        return symbolic("self") if self.accelerator_evidence else UNKNOWN
+
+    # --- declarations -----------------------------------------------------------
+
+    def declare_function(self, node: cst.FunctionDef, scope: Scope, env: Env) -> Value:
+        self.functions[id(node)] = FunctionInfo(node, None, [env] + scope.outer)
+        return Value(kind=FUNCTION, cls=node.name.value, origin=node)
+
+    def declare_class(self, node: cst.ClassDef, scope: Scope, env: Env) -> Value:
+        info = ClassInfo(node, [env] + scope.outer)
+        self.classes[info.name] = info
+        self.class_order.append(info)
+        return Value(kind=CLASS, cls=info.name, origin=node)
+
+    # --- classes ----------------------------------------------------------------
+
+    def ensure_class(self, info: ClassInfo) -> ClassInfo:
+        if info.state != "new":
+            return info
+        info.state = "running"
+        evaluator = Interpreter(self, Scope(outer=info.outer))
+        evaluator.silent += 1
+        verdicts: List[Optional[bool]] = []
+        inherited: Dict[str, Value] = {}
+        for base in info.node.bases:
+            value = evaluator.eval(base.value, Env())
+            if value.kind == REF and (value.cls in api.MODULE_BASES or api.is_nn_module_class(value.cls)):
+                verdicts.append(True)
+                if value.cls not in api.MODULE_BASES:
+                    info.stateful = api.nn_class_is_stateful(value.cls.rsplit(".", 1)[-1], frozenset())
+            elif value.kind == CLASS and value.cls in self.classes:
+                parent = self.ensure_class(self.classes[value.cls])
+                verdicts.append(parent.is_module)
+                inherited.update(parent.attrs)
+                info.buffers |= parent.buffers
+                if parent.stateful or info.stateful is None:
+                    info.stateful = parent.stateful if parent.stateful is not None else info.stateful
+                for name, method in parent.methods.items():
+                    info.methods.setdefault(name, method)
+            elif value.kind == REF and value.cls in ("object", "local.object"):
+                verdicts.append(False)
+            else:
+                verdicts.append(None)
+        if any(verdicts):
+            info.is_module = True
+        elif all(v is False for v in verdicts):
+            info.is_module = False
+        init = info.methods.get("__init__")
+        if init is not None and init.owner is info:
+            env = self.analyse(init, seed=inherited)
+            info.attrs = {key: value for key, value in (env.values.items() if env else ()) if key.startswith("self.") and key.count(".") == 1}
+        else:
+            info.attrs = inherited
+        if info.is_module:
+            evidence = any(self._holds_state(value) for value in info.attrs.values())
+            if evidence or info.stateful:
+                info.stateful = True
+            elif info.unknown_submodule or None in verdicts:
+                info.stateful = None
+            else:
+                info.stateful = False
+        info.state = "done"
+        return info
+
+    @staticmethod
+    def _holds_state(value: Value) -> bool:
+        return (value.kind == MODULE and value.stateful is not False) or (value.kind == TENSOR and value.parameter)
+
+    def class_attribute(self, base: Value, attr: str) -> Value:
+        info = self.classes.get(base.cls)
+        if info is None:
+            return UNKNOWN_VALUE
+        self.ensure_class(info)
+        value = info.attrs.get("self." + attr)
+        if value is None:
+            return UNKNOWN_VALUE
+        if base.kind == MODULE:
+            return self._follows_module(value, info, base.device)
+        return value
+
+    def _follows_module(self, value: Value, info: ClassInfo, device: Device) -> Value:
+        """An attribute as seen after the module moved to `device`."""
+        if value.kind == MODULE or (value.kind == TENSOR and value.parameter):
+            return replace(value, device=device, ident=None)
+        if value.kind == TENSOR and value.scalar is not True:
+            return UNKNOWN_VALUE  # a plain tensor attribute: reported once where it is stored
+        if value.kind in (LIST, TUPLE) and any(item.kind == MODULE for item in value.items):
+            return UNKNOWN_VALUE  # a plain list of modules: reported once where it is stored
+        return value
+
+    def instantiate(self, callee: Value, node: cst.Call, args, env: Env) -> Value:
+        info = self.classes.get(callee.cls)
+        if info is None:
+            return UNKNOWN_VALUE
+        self.ensure_class(info)
+        if info.is_module:
+            return Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=info.name, stateful=info.stateful)
+        if info.is_module is False:
+            return Value(kind=OBJECT, origin=node, cls=info.name)
+        return UNKNOWN_VALUE
+
+    def note_module_attribute(self, interp: Interpreter, target: cst.Attribute, value: Value, env: Env, statement) -> None:
+        info = interp.scope.owner
+        name = target.attr.value
+        if isinstance(statement, (cst.Assign, cst.AnnAssign)) and isinstance(statement.value, cst.Call) and value.kind in ("unknown", OBJECT):
+            info.unknown_submodule = True
+        if not interp.recording or name in info.reported or name in info.buffers:
+            return
+        what = ""
+        if value.kind == TENSOR and not value.parameter and value.scalar is not True and value.device.known:
+            what = "tensor"
+        elif value.kind in (LIST, TUPLE) and any(item.kind == MODULE and item.stateful is not False for item in value.items):
+            what = value.cls if value.cls in ("dict", "list") else "tuple"
+        if what:
+            info.reported.add(name)
+            self.facts.unregistered_state.append(UnregisteredState(statement, info.name, name, value, what))
+
+    def note_container_append(self, interp: Interpreter, receiver: Value, receiver_node, added: Value, node) -> None:
+        key = dotted_name(receiver_node)
+        info = interp.scope.owner
+        if key is None or not key.startswith("self.") or key.count(".") != 1 or not interp.recording:
+            return
+        name = key[len("self."):]
+        if added.kind == MODULE and added.stateful is not False and name not in info.reported:
+            info.reported.add(name)
+            self.facts.unregistered_state.append(
+                UnregisteredState(node, info.name, name, added, receiver.cls or "list", receiver.origin))
+
+    def note_container_store(self, interp: Interpreter, target: cst.Subscript, value: Value, env: Env) -> None:
+        """`self.heads[name] = nn.Linear(...)` on a plain dict in `__init__`."""
+        if not interp.scope.in_module_init:
+            return
+        container = interp.eval(target.value, env)
+        if container.kind in (LIST, TUPLE):
+            self.note_container_append(interp, container, target.value, value, target)
+
+    def note_buffer(self, interp: Interpreter, name_node, tensor: Value, env: Env) -> None:
+        name = string_value(name_node)
+        if name is None or interp.scope.owner is None:
+            return
+        interp.scope.owner.buffers.add(name)
+        env.bind("self." + name, Value(kind=TENSOR, device=tensor.device, origin=tensor.origin, parameter=True))
+
+    # --- functions ----------------------------------------------------------------
+
+    def analyse(self, info: FunctionInfo, seed: Optional[Dict[str, Value]] = None) -> Optional[Env]:
+        """Interpret a function once; returns its final state (for `__init__`)."""
+        if info.result is not None or info.running:
+            return info.final_env
+        info.running = True
+        owner = info.owner
+        scope = Scope(owner, info.name, info.outer)
+        interp = Interpreter(self, scope)
+        env = Env(default_device=self.module_env.default_device)
+        self._bind_parameters(info, env, seed)
+        env = interp.exec_block(info.node.body.body, env)
+        result = UNKNOWN_VALUE if not interp.returns else interp.returns[0]
+        for value in interp.returns[1:]:
+            result = join_values(result, value)
+        if not interp.returns:
+            result = Value(kind=HOST)
+        info.result = result
+        info.final_env = env
+        info.running = False
+        return env
+
+    def _bind_parameters(self, info: FunctionInfo, env: Env, seed: Optional[Dict[str, Value]]) -> None:
+        params = info.parameters()
+        owner = info.owner
+        decorators = {dotted_name(d.decorator) for d in info.node.decorators}
+        if owner is not None and "staticmethod" not in decorators and params:
+            first = params.pop(0).name.value
+            if "classmethod" in decorators:
+                env.bind(first, Value(kind=CLASS, cls=owner.name))
+            else:
+                self.ensure_class(owner)
+                if owner.is_module:
+                    env.bind(first, Value(kind=MODULE, device=self.self_device(), cls=owner.name, stateful=owner.stateful))
+                else:
+                    env.bind(first, Value(kind=OBJECT, cls=owner.name))
+                attrs = seed if seed is not None else owner.attrs
+                for key, value in attrs.items():
+                    if owner.is_module and info.name != "__init__":
+                        value = self._follows_module(value, owner, self.self_device())
+                    env.values[first + key[len("self"):]] = value
+        star = info.node.params.star_arg
+        for extra in (star, info.node.params.star_kwarg):
+            if isinstance(extra, cst.Param):
+                env.bind(extra.name.value, UNKNOWN_VALUE)
+        for index, param in enumerate(params):
+            env.bind(param.name.value, self._parameter_value(info, index, param))
+
+    def _parameter_value(self, info: FunctionInfo, index: int, param: cst.Param) -> Value:
+        owner = info.owner
+        if owner is None or not owner.is_module:
+            return UNKNOWN_VALUE
+        annotation = dotted_name(param.annotation.annotation) if param.annotation is not None else None
+        device = self.self_device()
+        if info.name == "forward" and (index == 0 or annotation in _TENSOR_ANNOTATIONS) and param.default is None:
+            return Value(kind=TENSOR, device=device, origin=param)
+        if info.name in _LIGHTNING_STEPS and index == 0:
+            return Value(kind=BATCH, device=device, origin=param)
+        return UNKNOWN_VALUE
+
+    def call_function(self, callee: Value, node: cst.Call, args) -> Value:
+        info = self.functions.get(id(callee.origin))
+        if info is None:
+            return UNKNOWN_VALUE
+        self.analyse(info)
+        return self._specialise(info, info.result, node, args, skip_first=False)
+
+    def call_method(self, receiver: Value, name: str, node: cst.Call, args) -> Value:
+        info = self.classes.get(receiver.cls)
+        if info is None:
+            return UNKNOWN_VALUE
+        self.ensure_class(info)
+        method = info.methods.get(name)
+        if method is None:
+            return UNKNOWN_VALUE
+        self.analyse(method)
+        result = self._specialise(method, method.result, node, args, skip_first=True)
+        if receiver.kind == MODULE and result.device == self.self_device() and result.device.kind == SYMBOLIC:
+            result = replace(result, device=receiver.device)
+        return result
+
+    def _specialise(self, info: FunctionInfo, result: Optional[Value], node: cst.Call, args, skip_first: bool) -> Value:
+        if result is None:
+            return UNKNOWN_VALUE
+        names = [p.name.value for p in info.parameters()][1 if skip_first else 0:]
+        bound: Dict[str, Value] = {}
+        for position, arg in enumerate(a for a in args if a.keyword is None and not a.node.star):
+            if position < len(names):
+                bound[names[position]] = arg.value
+        for arg in args:
+            if arg.keyword is not None:
+                bound[arg.keyword] = arg.value
+        return self._substitute(result, bound, node)
+
+    def _substitute(self, value: Value, bound: Dict[str, Value], node: cst.Call) -> Value:
+        if value.items:
+            value = replace(value, items=tuple(self._substitute(item, bound, node) for item in value.items))
+        if value.device.kind == SYMBOLIC and value.device.key in bound:
+            argument = bound[value.device.key]
+            device = argument.device if argument.kind in (DEVICE, TENSOR, BATCH, MODULE) else UNKNOWN
+            value = replace(value, device=device)
+        if value.kind == MODULE:
+            value = replace(value, ident=id(node))
+        return value

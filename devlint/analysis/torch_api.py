@@ -1,0 +1,298 @@
+"""What devlint knows about the torch API (and its neighbours), as data.
+
+The interpreter asks these tables about fully qualified names such as
+``torch.zeros`` or ``torch.nn.functional.cross_entropy`` and about tensor
+method names; no other module hard-codes API names.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .lattice import CPU, CUDA, META, MPS, XPU, Device
+
+# --- tensor creation ----------------------------------------------------------
+
+#: ``torch.<name>(...)`` creates a tensor on ``device=`` or the default device.
+FACTORIES = frozenset({
+    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm",
+    "arange", "range", "linspace", "logspace", "eye", "tensor", "as_tensor",
+    "scalar_tensor", "empty_strided", "tril_indices", "triu_indices",
+    "bartlett_window", "hann_window", "hamming_window", "blackman_window",
+    "kaiser_window", "sparse_coo_tensor", "asarray", "complex", "polar",
+})
+#: ``torch.<name>(x, ...)`` creates a tensor on x's device unless ``device=``.
+LIKE_FACTORIES = frozenset({
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
+    "randn_like", "randint_like",
+})
+#: Constructors that always build on the CPU.
+HOST_FACTORIES = frozenset({
+    "from_numpy", "frombuffer", "Tensor", "FloatTensor", "DoubleTensor",
+    "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
+    "ByteTensor", "CharTensor", "BoolTensor",
+})
+#: ``t.<name>(...)`` builds a new tensor on t's device unless ``device=``.
+NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+#: The size argument of these factories makes a 0-dim tensor only when empty.
+SCALAR_FACTORIES = frozenset({"tensor", "as_tensor", "scalar_tensor", "asarray"})
+
+# --- tensor methods ---------------------------------------------------------
+
+#: Methods that move a tensor (returning a new one) or a module (in place).
+MOVE_METHODS = frozenset({"to", "cuda", "cpu", "mps", "xpu", "to_empty"})
+#: Methods whose result lives on the host, not on a device.
+HOST_RESULT_METHODS = frozenset({
+    "item", "tolist", "numpy", "size", "dim", "ndimension", "numel",
+    "nelement", "element_size", "get_device", "is_contiguous", "data_ptr",
+    "stride", "storage_offset", "is_floating_point", "is_complex", "__len__",
+})
+#: Methods that turn a tensor into a numpy array (fail on accelerator tensors).
+TO_NUMPY_METHODS = frozenset({"numpy", "__array__"})
+#: Reductions: their result may be 0-dim, which mixes with accelerator tensors.
+REDUCTIONS = frozenset({
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "norm", "std", "var",
+    "all", "any", "argmax", "argmin", "median", "logsumexp", "nansum",
+    "nanmean", "count_nonzero", "dot", "trace", "det",
+})
+#: Tensor methods that combine the receiver with tensor arguments.
+OPERAND_METHODS = frozenset({
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder",
+    "fmod", "pow", "matmul", "mm", "bmm", "mv", "dot", "addmm", "addbmm",
+    "baddbmm", "addmv", "addcmul", "addcdiv", "eq", "ne", "lt", "le", "gt",
+    "ge", "maximum", "minimum", "fmax", "fmin", "masked_fill", "masked_select",
+    "masked_scatter", "where", "lerp", "dist", "cross", "kron", "outer",
+    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "atan2", "hypot", "index_add", "index_copy", "index_fill",
+    "scatter", "scatter_add", "scatter_reduce", "gather", "take_along_dim",
+    "add_", "sub_", "mul_", "div_", "pow_", "masked_fill_", "index_add_",
+    "index_copy_", "scatter_", "scatter_add_", "addcmul_", "addcdiv_", "lerp_",
+    "clamp", "clamp_", "clip", "isclose", "allclose", "equal",
+})
+#: Elementwise arithmetic: a 0-dim CPU tensor may be an operand.
+ARITHMETIC_METHODS = frozenset({
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder",
+    "fmod", "pow", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum",
+    "add_", "sub_", "mul_", "div_", "pow_", "masked_fill", "masked_fill_",
+    "where", "lerp", "lerp_", "clamp", "clamp_", "clip", "atan2", "hypot",
+})
+#: Methods returning a tuple/list of tensors on the receiver's device.
+SPLITTING_METHODS = frozenset({"chunk", "split", "unbind", "tensor_split", "split_with_sizes", "topk", "sort", "max", "min"})
+#: Tensor attributes that are host values.
+HOST_ATTRIBUTES = frozenset({
+    "shape", "dtype", "ndim", "is_cuda", "is_mps", "requires_grad", "is_leaf",
+    "layout", "names", "itemsize", "nbytes", "is_sparse", "is_quantized",
+})
+
+# --- modules ----------------------------------------------------------------
+
+#: Base classes that make a class an ``nn.Module``.
+MODULE_BASES = frozenset({
+    "torch.nn.Module", "torch.nn.modules.module.Module",
+    "pytorch_lightning.LightningModule", "lightning.LightningModule",
+    "lightning.pytorch.LightningModule", "transformers.PreTrainedModel",
+    "transformers.modeling_utils.PreTrainedModel",
+})
+#: ``torch.nn`` classes without parameters or buffers: calling one mixes its
+#: inputs with each other only.
+STATELESS_NN_CLASSES = frozenset({
+    "Identity", "Flatten", "Unflatten", "ReLU", "ReLU6", "LeakyReLU", "ELU",
+    "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid", "Tanh", "Softmax",
+    "Softmax2d", "LogSoftmax", "Softmin", "Softplus", "Softsign", "Hardtanh",
+    "Hardswish", "Hardsigmoid", "Hardshrink", "Softshrink", "Tanhshrink",
+    "LogSigmoid", "Threshold", "GLU", "Dropout", "Dropout1d", "Dropout2d",
+    "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "MaxPool1d",
+    "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+    "LPPool1d", "LPPool2d", "Upsample", "UpsamplingNearest2d",
+    "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle",
+    "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
+    "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+    "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
+    "CosineSimilarity", "PairwiseDistance", "Fold", "Unfold",
+})
+#: Loss classes are stateless unless given a ``weight``/``pos_weight`` tensor.
+LOSS_SUFFIX = "Loss"
+LOSS_WEIGHT_KEYWORDS = frozenset({"weight", "pos_weight"})
+#: Containers whose statefulness is that of their children.
+CONTAINER_NN_CLASSES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+#: ``torch.nn`` names that are not module classes.
+NON_MODULE_NN_NAMES = frozenset({"Parameter", "UninitializedParameter", "Buffer", "ParameterList", "ParameterDict"})
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"})
+DISTRIBUTED_DATA_PARALLEL = frozenset({
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel",
+})
+#: Calls that return a model with parameters on the CPU.
+MODEL_FACTORY_PREFIXES = ("torchvision.models.", "timm.create_model", "timm.models.")
+#: Hugging Face classes: loaded with ``from_pretrained``.
+HF_ROOTS = ("transformers.", "diffusers.", "peft.", "sentence_transformers.")
+HF_TOKENIZER_WORDS = ("Tokenizer", "Processor", "FeatureExtractor")
+HF_MODEL_WORDS = ("Model", "For", "Pipeline", "Transformer")
+
+# --- data, loading, devices -----------------------------------------------------
+
+DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+TORCH_LOAD = frozenset({"torch.load"})
+OPTIMIZER_PREFIX = "torch.optim."
+DEVICE_CONSTRUCTORS = frozenset({"torch.device"})
+AVAILABILITY_CHECKS = frozenset({
+    "torch.cuda.is_available", "torch.backends.mps.is_available",
+    "torch.mps.is_available", "torch.xpu.is_available",
+    "torch.accelerator.is_available", "torch.cuda.device_count",
+    "torch.accelerator.device_count", "torch.backends.mps.is_built",
+})
+#: Calls returning the accelerator chosen at run time (or the CPU).
+SELECTED_DEVICE_CALLS = frozenset({"torch.accelerator.current_accelerator"})
+SET_DEFAULT_DEVICE = frozenset({"torch.set_default_device"})
+SET_DEFAULT_TENSOR_TYPE = frozenset({"torch.set_default_tensor_type"})
+#: Host-only libraries: handing them an accelerator tensor fails.
+HOST_LIBRARY_ROOTS = ("numpy.", "sklearn.", "matplotlib.", "PIL.", "cv2.", "pandas.", "scipy.", "seaborn.")
+#: Iteration wrappers that yield what their (first) argument yields.
+PASS_THROUGH_ITERATORS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter", "list", "tuple", "sorted", "reversed"})
+
+#: ``torch.<name>`` calls that are not tensor ops.
+NON_OPS = frozenset({
+    "save", "load", "manual_seed", "seed", "no_grad", "enable_grad",
+    "inference_mode", "set_grad_enabled", "is_tensor", "is_storage", "numel",
+    "device", "set_default_device", "set_default_dtype", "get_default_dtype",
+    "set_default_tensor_type", "set_printoptions", "compile", "jit",
+    "is_grad_enabled", "use_deterministic_algorithms", "set_num_threads",
+    "get_num_threads", "set_float32_matmul_precision", "autocast", "typename",
+    "is_floating_point", "is_complex", "get_rng_state", "set_rng_state",
+    "initial_seed", "finfo", "iinfo", "Size", "Generator", "broadcast_shapes",
+})
+#: Namespaces under torch whose functions are tensor ops.
+OP_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+#: torch namespaces that are not ops (checked before OP_NAMESPACES).
+NON_OP_NAMESPACES = (
+    "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.",
+    "torch.optim.", "torch.nn.init.", "torch.onnx.", "torch.jit.",
+    "torch.autograd.", "torch.hub.", "torch.multiprocessing.", "torch.mps.",
+    "torch.accelerator.", "torch.amp.", "torch.profiler.", "torch.testing.",
+    "torch.nn.utils.", "torch.xpu.", "torch.compiler.", "torch.export.",
+)
+#: torch functions whose operands may legally be a 0-dim CPU tensor.
+ARITHMETIC_FUNCTIONS = frozenset({
+    "add", "sub", "mul", "div", "true_divide", "pow", "where", "maximum",
+    "minimum", "clamp", "clip", "eq", "ne", "lt", "le", "gt", "ge", "lerp",
+    "remainder", "fmod", "atan2", "hypot",
+})
+
+_DEVICE_STRING = re.compile(r"^(cpu|cuda|mps|xpu|meta)(?::(\d+))?$")
+_ACCEL_KINDS = {"cuda": CUDA, "mps": MPS, "xpu": XPU}
+#: Identifiers that conventionally name a device (for symbolic targets).
+_DEVICE_NAME = re.compile(r"(^|_)(device|dev|devices|gpu|gpu_id|gpu_ids|rank|local_rank|cuda_device)$", re.IGNORECASE)
+#: Identifiers that conventionally name a dtype (`.to(dtype)` is no move).
+_DTYPE_NAME = re.compile(r"(^|_)dtype$", re.IGNORECASE)
+#: Identifiers that conventionally name a data loader.
+_LOADER_NAME = re.compile(r"(loader|(^|_)dl|dataloader|loader_\w+)$", re.IGNORECASE)
+
+
+def parse_device_string(text: str) -> Optional[Device]:
+    """`"cuda:1"` -> cuda:1; anything that is not a device string -> None."""
+    match = _DEVICE_STRING.match(text.strip())
+    if not match:
+        return None
+    kind, index = match.group(1), match.group(2)
+    if kind == "cpu":
+        return CPU
+    if kind == "meta":
+        return Device(META)
+    return Device(_ACCEL_KINDS[kind], int(index) if index is not None else None)
+
+
+def is_device_name(identifier: str) -> bool:
+    return bool(_DEVICE_NAME.search(identifier))
+
+
+def is_dtype_name(identifier: str) -> bool:
+    return bool(_DTYPE_NAME.search(identifier))
+
+
+def is_loader_name(identifier: str) -> bool:
+    return bool(_LOADER_NAME.search(identifier))
+
+
+def is_dtype(qualname: str) -> bool:
+    """`torch.float16`, `torch.long`, ... (a `.to()` argument that is no device)."""
+    if not qualname.startswith("torch.") or qualname.count(".") != 1:
+        return False
+    name = qualname[len("torch."):]
+    return name in {
+        "float", "double", "half", "bfloat16", "float16", "float32", "float64",
+        "int", "long", "short", "int8", "int16", "int32", "int64", "uint8",
+        "bool", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn",
+        "float8_e5m2",
+    }
+
+
+def tensor_type_device(qualname: str) -> Optional[Device]:
+    """`torch.cuda.FloatTensor` -> cuda, `torch.FloatTensor` -> cpu."""
+    if qualname.startswith("torch.cuda.") and qualname.endswith("Tensor"):
+        return Device(CUDA)
+    if qualname.startswith("torch.") and qualname.count(".") == 1 and qualname[len("torch."):] in HOST_FACTORIES:
+        return CPU
+    return None
+
+
+def is_nn_module_class(qualname: str) -> bool:
+    """`torch.nn.Linear` and friends: capitalised classes of torch.nn."""
+    if not qualname.startswith("torch.nn.") or qualname.startswith(("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils.")):
+        return False
+    name = qualname.rsplit(".", 1)[-1]
+    return name[:1].isupper() and name not in NON_MODULE_NN_NAMES
+
+
+def nn_class_is_stateful(name: str, keywords: frozenset) -> Optional[bool]:
+    """Whether a torch.nn class holds parameters or buffers."""
+    if name in STATELESS_NN_CLASSES:
+        return False
+    if name.endswith(LOSS_SUFFIX):
+        return bool(keywords & LOSS_WEIGHT_KEYWORDS)
+    if name in CONTAINER_NN_CLASSES:
+        return None
+    return True
+
+
+def is_op(qualname: str) -> bool:
+    """A torch function whose tensor arguments must share one device."""
+    if qualname.startswith(NON_OP_NAMESPACES):
+        return False
+    for namespace in OP_NAMESPACES:
+        if qualname.startswith(namespace):
+            name = qualname[len(namespace):]
+            if "." in name or not name or name[0].isupper():
+                continue
+            return name not in NON_OPS and name not in FACTORIES and name not in LIKE_FACTORIES
+    return False
+
+
+def op_name(qualname: str) -> str:
+    return qualname.rsplit(".", 1)[-1]
+
+
+def is_host_library(qualname: str) -> bool:
+    return qualname.startswith(HOST_LIBRARY_ROOTS)
+
+
+def is_model_factory(qualname: str) -> bool:
+    return qualname.startswith(MODEL_FACTORY_PREFIXES) and qualname.rsplit(".", 1)[-1][:1].islower()
+
+
+def hugging_face_kind(qualname: str) -> Optional[str]:
+    """For `transformers.AutoX.from_pretrained`: "tokenizer", "model" or None."""
+    if not qualname.startswith(HF_ROOTS) or not qualname.endswith(".from_pretrained"):
+        return None
+    cls = qualname[: -len(".from_pretrained")].rsplit(".", 1)[-1]
+    if any(word in cls for word in HF_TOKENIZER_WORDS):
+        return "tokenizer"
+    if any(word in cls for word in HF_MODEL_WORDS):
+        return "model"
+    return None
+
+
+def is_hugging_face_tokenizer_class(qualname: str) -> bool:
+    return qualname.startswith(HF_ROOTS) and any(word in qualname.rsplit(".", 1)[-1] for word in HF_TOKENIZER_WORDS)

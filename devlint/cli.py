@@ -1,0 +1,153 @@
+"""Command line parsing only: every action is delegated."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from . import __version__
+from .config import ConfigError, find_config, load_settings
+from .discovery import collect_files
+from .engine import check_bytes, raise_recursion_limit
+from .report import FORMATS, format_json, format_statistics, format_summary, format_text
+from .rules import ALL_RULES, RULES_BY_CODE, RULES_BY_NAME
+from .runner import check_files, default_processes
+from .selection import enabled_codes, ignored_for
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+_COMMANDS = ("check", "rules", "explain")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"devlint: error: {message} (see `devlint --help`)\n")
+        raise SystemExit(EXIT_ERROR)
+
+
+def _codes(value: str) -> List[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="devlint", description="Find device-placement bugs in PyTorch code.")
+    parser.add_argument("--version", action="version", version=f"devlint {__version__}")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    check = commands.add_parser("check", help="check files and directories (the default command)")
+    check.add_argument("paths", nargs="*", metavar="PATH", help="files or directories; `-` reads stdin (default: .)")
+    check.add_argument("--select", type=_codes, help="rules to run: codes, prefixes (DEV1), names, or ALL")
+    check.add_argument("--extend-select", type=_codes, action="extend", default=[], help="rules to add to the selection")
+    check.add_argument("--ignore", type=_codes, action="extend", default=[], help="rules to leave out")
+    check.add_argument("--extend-exclude", type=_codes, action="extend", default=[], help="more paths/globs to skip")
+    check.add_argument("--output-format", choices=FORMATS, default="text")
+    check.add_argument("--statistics", action="store_true", help="count findings per rule")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems are found")
+    check.add_argument("--stdin-filename", help="the name to report for code read from stdin")
+    check.add_argument("-j", "--jobs", type=int, default=0, help="processes to use (default: all cores)")
+    check.add_argument("--config", type=Path, help="read settings from this pyproject.toml")
+    check.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+
+    rules = commands.add_parser("rules", help="list all rules")
+    rules.add_argument("--output-format", choices=FORMATS, default="text")
+
+    explain = commands.add_parser("explain", help="show a rule's documentation")
+    explain.add_argument("rule", metavar="CODE", help="a rule code (DEV101) or name")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if not args_list or (args_list[0] not in _COMMANDS and args_list[0] not in ("-h", "--help", "--version")):
+        args_list.insert(0, "check")
+    args = build_parser().parse_args(args_list)
+    try:
+        if args.command == "rules":
+            return list_rules(args.output_format)
+        if args.command == "explain":
+            return explain_rule(args.rule)
+        return run_check(args)
+    except ConfigError as error:
+        sys.stderr.write(f"devlint: error: {error}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        sys.stderr.write("devlint: interrupted\n")
+        return 130
+
+
+def run_check(args: argparse.Namespace) -> int:
+    paths = args.paths or ["."]
+    if args.jobs < 0:
+        raise ConfigError("--jobs must be 0 (all cores) or a positive number")
+    config_path = args.config
+    if config_path is not None and not config_path.is_file():
+        raise ConfigError(f"config file not found: {config_path}")
+    settings = load_settings(config_path or find_config(paths))
+    settings = replace(
+        settings,
+        select=args.select if args.select is not None else settings.select,
+        extend_select=settings.extend_select + args.extend_select,
+        ignore=settings.ignore + args.ignore,
+        exclude=settings.exclude + args.extend_exclude,
+    )
+    enabled = enabled_codes(settings)
+
+    if paths == ["-"]:
+        name = args.stdin_filename or "-"
+        codes = enabled - ignored_for(name, settings)
+        raise_recursion_limit()
+        diagnostics = check_bytes(sys.stdin.buffer.read(), name, codes)
+        files_checked = 1
+    else:
+        if "-" in paths:
+            raise ConfigError("`-` (stdin) cannot be combined with other paths")
+        files = collect_files(paths, settings)
+        jobs = [(path, enabled - ignored_for(path, settings)) for path in files]
+        processes = args.jobs or default_processes()
+        progress = _progress if sys.stderr.isatty() and len(files) >= 200 and not args.quiet else None
+        diagnostics = check_files(jobs, processes, progress)
+        files_checked = len(files)
+
+    if args.output_format == "json":
+        sys.stdout.write(format_json(diagnostics))
+    else:
+        sys.stdout.write(format_text(diagnostics))
+        if args.statistics:
+            sys.stdout.write(format_statistics(diagnostics))
+        if not args.quiet:
+            sys.stdout.write(format_summary(diagnostics, files_checked))
+    return EXIT_FINDINGS if diagnostics and not args.exit_zero else EXIT_CLEAN
+
+
+def _progress(done: int, total: int) -> None:
+    end = "\n" if done == total else ""
+    sys.stderr.write(f"\rdevlint: checked {done}/{total} files{end}")
+    sys.stderr.flush()
+
+
+def list_rules(output_format: str) -> int:
+    if output_format == "json":
+        sys.stdout.write(json.dumps([
+            {"code": r.code, "name": r.name, "severity": r.severity, "summary": r.summary,
+             "fixable": r.fixable, "default_enabled": r.default_enabled} for r in ALL_RULES], indent=2) + "\n")
+        return EXIT_CLEAN
+    for rule in ALL_RULES:
+        default = "" if rule.default_enabled else "  (off by default)"
+        sys.stdout.write(f"{rule.code}  {rule.name:<34} {rule.severity:<8} {rule.summary}{default}\n")
+    return EXIT_CLEAN
+
+
+def explain_rule(selector: str) -> int:
+    rule = RULES_BY_CODE.get(selector.upper()) or RULES_BY_NAME.get(selector)
+    if rule is None:
+        raise ConfigError(f"unknown rule {selector!r} (see `devlint rules`)")
+    sys.stdout.write(rule.documentation())
+    return EXIT_CLEAN
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

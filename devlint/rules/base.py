@@ -1,0 +1,74 @@
+"""What a rule is: a code, a name, a severity, its documentation and a check.
+
+A rule reads the analysis facts of one file and yields findings; it never
+parses, walks the tree, prints or writes.  Its documentation and its inline
+examples live on the class (Fixit style): `devlint explain`, `docs/rules.md`
+and the test suite all read them from here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Iterator, Tuple
+
+import libcst as cst
+
+from ..analysis.facts import FileFacts
+from .context import RuleContext
+
+ERROR = "error"      # crashes on a machine with the accelerator
+WARNING = "warning"  # wrong or slow
+INFO = "info"        # convention
+
+
+@dataclass(frozen=True)
+class Finding:
+    node: cst.CSTNode
+    message: str
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[str] = ERROR
+    summary: ClassVar[str]
+    why: ClassVar[str]
+    example: ClassVar[str]
+    use_instead: ClassVar[str]
+    default_enabled: ClassVar[bool] = True
+    fixable: ClassVar[bool] = False
+    #: Snippets that must report this rule on their `# expect:` lines, and
+    #: snippets that must stay silent; the test suite runs both.
+    invalid: ClassVar[Tuple[str, ...]] = ()
+    valid: ClassVar[Tuple[str, ...]] = ()
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        return iter(())
+
+    @classmethod
+    def documentation(cls) -> str:
+        """The rule's full documentation as Markdown."""
+        return "\n".join([
+            f"## {cls.code} `{cls.name}`",
+            "",
+            f"Severity: {cls.severity}. Fixable: {'yes' if cls.fixable else 'no'}."
+            + ("" if cls.default_enabled else " Off by default (enable with `--extend-select`)."),
+            "",
+            cls.summary,
+            "",
+            "### Why is this bad?",
+            "",
+            cls.why.strip(),
+            "",
+            "### Example",
+            "",
+            "```python",
+            cls.example.strip("\n"),
+            "```",
+            "",
+            "### Use instead",
+            "",
+            "```python",
+            cls.use_instead.strip("\n"),
+            "```",
+            "",
+        ])

@@ -1,0 +1,54 @@
+"""What a rule may ask about the file: lines and text of nodes, in words.
+
+Positions are resolved lazily, on the first question, so a file that
+reports nothing never pays for libcst's position metadata.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from ..analysis.facts import Operand
+from ..analysis.lattice import (
+    SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, Value,
+)
+
+_SOURCE_WORDS = {
+    SOURCE_LOADER: "DataLoader batch, line {}",
+    SOURCE_TOKENIZER: "tokenizer output, line {}",
+    SOURCE_LOAD: "torch.load, line {}",
+    SOURCE_FACTORY: "created on line {}",
+}
+_MAX_TEXT = 40
+
+
+class RuleContext:
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self._positions: Optional[Dict[cst.CSTNode, CodeRange]] = None
+
+    def range_of(self, node: cst.CSTNode) -> CodeRange:
+        if self._positions is None:
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._positions = wrapper.resolve(PositionProvider)
+        return self._positions[node]
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        return self.range_of(node).start.line
+
+    def text_of(self, node: cst.CSTNode) -> str:
+        text = " ".join(self.module.code_for_node(node).split())
+        return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
+
+    def where(self, value: Value) -> str:
+        """`cpu (a DataLoader batch, line 12)`: a device and where it came from."""
+        device = value.device.describe()
+        if value.origin is None:
+            return device
+        words = _SOURCE_WORDS.get(value.source, "since line {}")
+        return f"{device} ({words.format(self.line_of(value.origin))})"
+
+    def operand(self, operand: Operand) -> str:
+        return f"`{self.text_of(operand.node)}`"

@@ -1,0 +1,361 @@
+"""DEV1xx: placement bugs that crash with "Expected all tensors to be on the same device"."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..analysis.facts import MODEL_CALL, OPERATION, DeviceMismatch, FileFacts
+from ..analysis.lattice import SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER
+from .base import ERROR, Finding, Rule
+from .context import RuleContext
+
+_LATE_SOURCES = (SOURCE_TOKENIZER, SOURCE_LOAD)
+
+
+def _is_factory_mix(mismatch: DeviceMismatch) -> bool:
+    value = mismatch.offender.value
+    return mismatch.context == OPERATION and value.source == SOURCE_FACTORY and not value.explicit_device
+
+
+class ModelInputDeviceMismatch(Rule):
+    code = "DEV101"
+    name = "model-input-device-mismatch"
+    summary = "A model is called with an input that lives on another device."
+    why = """
+A module's parameters and its inputs must be on the same device. Moving the
+model with `model.to(device)` does not move the batches fed to it: on a CPU
+machine everything is on the CPU and the script runs, on a GPU machine the
+first forward pass fails with "Expected all tensors to be on the same device".
+"""
+    example = """
+model = Net().to(device)
+for x, y in loader:
+    out = model(x)          # x is still on the CPU
+"""
+    use_instead = """
+model = Net().to(device)
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    out = model(x)
+"""
+    invalid = ("""
+import torch
+from torch import nn
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(4, 2).to(device)
+x = torch.randn(8, 4)
+out = model(x)  # expect: DEV101
+""",)
+    valid = ("""
+import torch
+from torch import nn
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(4, 2).to(device)
+x = torch.randn(8, 4, device=device)
+out = model(x)
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for mismatch in facts.mismatches:
+            if mismatch.context != MODEL_CALL or mismatch.offender.value.source in _LATE_SOURCES:
+                continue
+            yield Finding(mismatch.node, (
+                f"{context.operand(mismatch.anchor)} is on {context.where(mismatch.anchor.value)} but its input "
+                f"{context.operand(mismatch.offender)} is on {context.where(mismatch.offender.value)}"))
+
+
+class OperandDeviceMismatch(Rule):
+    code = "DEV102"
+    name = "operand-device-mismatch"
+    summary = "The operands of one operation live on different devices."
+    why = """
+Every tensor operation (arithmetic, `torch.cat`, a loss function) needs all
+its tensor operands on one device. The classic case is a loss computed from a
+model output on the GPU and labels that were never moved: it passes every
+CPU-only test and fails on the first step on a GPU machine.
+"""
+    example = """
+out = model(x.to(device))
+loss = F.cross_entropy(out, y)   # y is still on the CPU
+"""
+    use_instead = """
+out = model(x.to(device))
+loss = F.cross_entropy(out, y.to(device))
+"""
+    invalid = ("""
+import torch
+import torch.nn.functional as F
+device = "cuda" if torch.cuda.is_available() else "cpu"
+out = torch.randn(8, 3, device=device)
+y = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+loss = F.cross_entropy(out, y)  # expect: DEV102
+""",)
+    valid = ("""
+import torch
+import torch.nn.functional as F
+device = "cuda" if torch.cuda.is_available() else "cpu"
+out = torch.randn(8, 3, device=device)
+y = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1], device=device)
+loss = F.cross_entropy(out, y)
+scaled = out * torch.tensor(2.0)
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for mismatch in facts.mismatches:
+            if mismatch.context != OPERATION or _is_factory_mix(mismatch) or mismatch.offender.value.source in _LATE_SOURCES:
+                continue
+            yield Finding(mismatch.node, (
+                f"{context.operand(mismatch.offender)} is on {context.where(mismatch.offender.value)} but "
+                f"{context.operand(mismatch.anchor)} is on {context.where(mismatch.anchor.value)} in `{mismatch.operation}`"))
+
+
+class FactoryMissingDevice(Rule):
+    code = "DEV103"
+    name = "factory-missing-device"
+    summary = "A tensor created without `device=` is combined with a tensor on a device."
+    why = """
+`torch.zeros`, `torch.arange`, `torch.ones` and the other factories create on
+the default device, the CPU, unless told otherwise. Inside `forward` or a
+training loop the tensor they make meets activations on the GPU and the
+operation fails there, while every CPU test passes.
+"""
+    example = """
+def forward(self, x):
+    mask = torch.ones(x.size(0), x.size(1))
+    return x * mask
+"""
+    use_instead = """
+def forward(self, x):
+    mask = torch.ones(x.size(0), x.size(1), device=x.device)
+    return x * mask
+"""
+    invalid = ("""
+import torch
+from torch import nn
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+    def forward(self, x):
+        noise = torch.randn(x.shape[0], 4)
+        return self.proj(x) + noise  # expect: DEV103
+""",)
+    valid = ("""
+import torch
+from torch import nn
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+    def forward(self, x):
+        noise = torch.randn(x.shape[0], 4, device=x.device)
+        zeros = torch.zeros_like(x)
+        ones = x.new_ones(x.shape)
+        return self.proj(x) + noise + zeros + ones
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for mismatch in facts.mismatches:
+            if not _is_factory_mix(mismatch) or mismatch.offender.value.source in _LATE_SOURCES:
+                continue
+            yield Finding(mismatch.node, (
+                f"{context.operand(mismatch.offender)} is created on {context.where(mismatch.offender.value)} "
+                f"without `device=` but meets {context.operand(mismatch.anchor)} on "
+                f"{context.where(mismatch.anchor.value)} in `{mismatch.operation}`; "
+                f"create it with `device={context.text_of(mismatch.anchor.node)}.device`"))
+
+
+class DiscardedTensorMove(Rule):
+    code = "DEV104"
+    name = "discarded-tensor-move"
+    summary = "The result of a tensor's `.to()`/`.cuda()` is thrown away."
+    why = """
+`Module.to()` moves a module in place, but `Tensor.to()` and `Tensor.cuda()`
+return a *new* tensor and leave the original where it was. A bare
+`x.to(device)` statement does nothing, and the CPU tensor is used afterwards.
+"""
+    example = """
+for x, y in loader:
+    x.to(device)
+    out = model(x)
+"""
+    use_instead = """
+for x, y in loader:
+    x = x.to(device)
+    out = model(x)
+"""
+    invalid = ("""
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+x = torch.randn(3)
+x.to(device)  # expect: DEV104
+""",)
+    valid = ("""
+import torch
+from torch import nn
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(3, 1)
+model.to(device)
+x = torch.randn(3).to(device)
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for move in facts.discarded_moves:
+            receiver = context.text_of(move.receiver.node)
+            yield Finding(move.node, (
+                f"the result of `{context.text_of(move.node)}` is discarded: tensors are not moved in place, so "
+                f"`{receiver}` stays on {context.where(move.receiver.value)}; assign it: "
+                f"`{receiver} = {context.text_of(move.node)}`"))
+
+
+class UnregisteredModuleState(Rule):
+    code = "DEV105"
+    name = "unregistered-module-state"
+    summary = "Module state that `.to()` will not move: a plain tensor attribute, or a python list/dict of modules."
+    why = """
+`nn.Module.to()`, `.cuda()`, `state_dict()` and the optimizer only see
+parameters, buffers and registered submodules. A tensor assigned as a plain
+attribute stays on the CPU when the model moves, and modules kept in a python
+list or dict are invisible: their weights stay on the CPU, are not trained by
+an optimizer built from `model.parameters()`, and are not saved.
+"""
+    example = """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.ones(16)
+        self.blocks = [nn.Linear(16, 16) for _ in range(4)]
+"""
+    use_instead = """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(16))
+        self.blocks = nn.ModuleList([nn.Linear(16, 16) for _ in range(4)])
+"""
+    invalid = ("""
+import torch
+from torch import nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.ones(16)  # expect: DEV105
+        self.blocks = [nn.Linear(16, 16) for _ in range(4)]  # expect: DEV105
+""",)
+    valid = ("""
+import torch
+from torch import nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(16))
+        self.weight = nn.Parameter(torch.zeros(16))
+        self.blocks = nn.ModuleList([nn.Linear(16, 16) for _ in range(4)])
+        self.temperature = torch.tensor(0.5)
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for state in facts.unregistered_state:
+            attribute = f"`self.{state.attribute}`"
+            if state.what == "tensor":
+                message = (f"{attribute} is a plain tensor attribute of `{state.owner}` (on "
+                           f"{context.where(state.value)}): it will not follow `.to()` or be saved; "
+                           f"register it with `self.register_buffer(\"{state.attribute}\", ...)` or `nn.Parameter`")
+            else:
+                holder = "nn.ModuleDict" if state.what == "dict" else "nn.ModuleList"
+                created = f" (created on line {context.line_of(state.container_origin)})" if state.container_origin is not None else ""
+                message = (f"{attribute} keeps modules in a python {state.what}{created}: `{state.owner}.to()` "
+                           f"will not move them and the optimizer will not see them; use `{holder}`")
+            yield Finding(state.node, message)
+
+
+class AcceleratorTensorToHost(Rule):
+    code = "DEV106"
+    name = "accelerator-tensor-to-host"
+    summary = "A tensor on an accelerator is handed to `.numpy()` or a host-only library."
+    why = """
+NumPy, scikit-learn, matplotlib, PIL and OpenCV only read host memory.
+`t.numpy()` and `np.array(t)` raise "can't convert cuda:0 device type tensor to
+numpy" for a tensor on the GPU, so code that works on a laptop fails on the
+GPU machine.
+"""
+    example = """
+preds = model(x.to(device)).argmax(1)
+accuracy = (preds.numpy() == y.numpy()).mean()
+"""
+    use_instead = """
+preds = model(x.to(device)).argmax(1)
+accuracy = (preds.cpu().numpy() == y.numpy()).mean()
+"""
+    invalid = ("""
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+t = torch.randn(3, device=device)
+values = t.numpy()  # expect: DEV106
+""",)
+    valid = ("""
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+t = torch.randn(3, device=device)
+values = t.detach().cpu().numpy()
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for conversion in facts.host_conversions:
+            yield Finding(conversion.node, (
+                f"{context.operand(conversion.tensor)} is on {context.where(conversion.tensor.value)} and "
+                f"`{conversion.api}` reads host memory only; call `.cpu()` first"))
+
+
+class UnmovedTokenizerOrCheckpoint(Rule):
+    code = "DEV107"
+    name = "unmoved-tokenizer-or-checkpoint"
+    summary = "Tokenizer output or a `torch.load` result stays on the CPU while the model is on an accelerator."
+    why = """
+A Hugging Face tokenizer returns CPU tensors, and `torch.load(...,
+map_location="cpu")` returns CPU tensors, whatever device the model is on.
+Feeding them to a model on the GPU fails; `.to(model.device)` is the usual
+missing line.
+"""
+    example = """
+model = AutoModelForCausalLM.from_pretrained(name).to("cuda")
+inputs = tokenizer(prompt, return_tensors="pt")
+output = model.generate(**inputs)
+"""
+    use_instead = """
+model = AutoModelForCausalLM.from_pretrained(name).to("cuda")
+inputs = tokenizer(prompt, return_tensors="pt").to(model.device)
+output = model.generate(**inputs)
+"""
+    invalid = ("""
+import torch
+from transformers import AutoModel, AutoTokenizer
+device = "cuda" if torch.cuda.is_available() else "cpu"
+tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")
+model = AutoModel.from_pretrained("bert-base-uncased").to(device)
+inputs = tokenizer("hello", return_tensors="pt")
+outputs = model(**inputs)  # expect: DEV107
+""",)
+    valid = ("""
+import torch
+from transformers import AutoModel, AutoTokenizer
+device = "cuda" if torch.cuda.is_available() else "cpu"
+tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")
+model = AutoModel.from_pretrained("bert-base-uncased").to(device)
+inputs = tokenizer("hello", return_tensors="pt").to(model.device)
+outputs = model(**inputs)
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for mismatch in facts.mismatches:
+            if mismatch.offender.value.source not in _LATE_SOURCES:
+                continue
+            yield Finding(mismatch.node, (
+                f"{context.operand(mismatch.offender)} is still on {context.where(mismatch.offender.value)} but "
+                f"{context.operand(mismatch.anchor)} is on {context.where(mismatch.anchor.value)}; "
+                f"move it with `.to(...)` first"))
+
+
+PLACEMENT_RULES = (
+    ModelInputDeviceMismatch, OperandDeviceMismatch, FactoryMissingDevice, DiscardedTensorMove,
+    UnregisteredModuleState, AcceleratorTensorToHost, UnmovedTokenizerOrCheckpoint,
+)
