@@ -15,7 +15,7 @@ from . import torch_api as api
 from .facts import MODEL_CALL, OPERATION, DeviceMismatch, DiscardedMove, HostConversion, Operand
 from .lattice import (
     BATCH, CLASS, CPU, CUDA, DEVICE, FUNCTION, HOST, LIST, MODULE, SELECTED,
-    SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER, SYMBOLIC, TENSOR, TOKENIZER,
+    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER, SYMBOLIC, TENSOR, TOKENIZER,
     TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, join_values, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier
@@ -77,7 +77,7 @@ class CallEvaluator:
             return self.program.call_function(callee, node, args)
         if callee.kind == TOKENIZER:
             return self.tokenizer_call("__call__", node, args)
-        return self.call_value(callee, func, node, args, last_identifier(func))
+        return self.call_value(callee, func, node, args, last_identifier(func), env)
 
     def eval_args(self, node: cst.Call, env) -> List[Arg]:
         return [Arg(arg, self.eval(arg.value, env)) for arg in node.args]
@@ -102,16 +102,22 @@ class CallEvaluator:
         """Operands of one op must share a device; the result lives there."""
         known = [(n, v) for n, v in operands if placed(v)]
         anchor = next(((n, v) for n, v in known if not v.device.is_cpu), None)
+        shaped = any(v.scalar is False for _, v in operands) and operation.strip(".()") not in api.REDUCTIONS
         if anchor is None:
             all_cpu = bool(known) and len(known) == len([1 for _, v in operands if v.kind in (TENSOR, BATCH)])
-            return Value(kind=TENSOR, device=CPU if all_cpu else UNKNOWN, origin=node)
+            if not all_cpu:
+                return Value(kind=TENSOR, origin=node)
+            # A CPU result is the CPU operand carried on: keep where it came from.
+            first = known[0][1]
+            return Value(kind=TENSOR, device=CPU, origin=first.origin or node, source=first.source,
+                         explicit_device=first.explicit_device, scalar=False if shaped else None)
         for n, v in known:
             if v is anchor[1] or not conflicts(anchor[1].device, v.device):
                 continue
             if arithmetic and v.scalar is not False:
                 continue  # a 0-dim CPU tensor may meet an accelerator tensor
             self.record_mismatch(node, OPERATION, Operand(*anchor), Operand(n, v), operation)
-        return Value(kind=TENSOR, device=anchor[1].device, origin=node)
+        return Value(kind=TENSOR, device=anchor[1].device, origin=node, scalar=False if shaped else None)
 
     # --- devices --------------------------------------------------------------------
 
@@ -146,6 +152,8 @@ class CallEvaluator:
         key = dotted_name(expr)
         if key is None or not api.is_device_name(key.rsplit(".", 1)[-1]):
             return None
+        if "." in key and not api.is_settings_name(key.rsplit(".", 2)[-2]):
+            return None  # `hidden.device`: wherever that tensor is, not a chosen device
         if key == "self.device" and self.scope.owner is not None and self.scope.owner.is_module:
             return self.program.self_device()
         return symbolic(key)
@@ -202,7 +210,8 @@ class CallEvaluator:
                 return self.factory(name, node, args, env, base)
         device = api.tensor_type_device(qualname)
         if device is not None:
-            return Value(kind=TENSOR, device=device, origin=node, source=SOURCE_FACTORY, scalar=False)
+            return Value(kind=TENSOR, device=device, origin=node, scalar=False,
+                         source=SOURCE_FACTORY if self.in_hot_code else SOURCE_CREATED)
         if qualname in api.TORCH_LOAD:
             return self.torch_load(node, args, env)
         if qualname in api.DATA_LOADERS:
@@ -217,7 +226,8 @@ class CallEvaluator:
         if qualname.startswith(api.OPTIMIZER_PREFIX) and name[:1].isupper():
             return Value(kind=OPTIMIZER, origin=node)
         if api.is_model_factory(qualname):
-            return Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=name, stateful=True)
+            return Value(kind=MODULE, device=self.construction_device(args, env), origin=node, ident=id(node),
+                         cls=name, stateful=True)
         hf_kind = api.hugging_face_kind(qualname)
         if hf_kind == "tokenizer" or (hf_kind is None and api.is_hugging_face_tokenizer_class(qualname)):
             return Value(kind=TOKENIZER, origin=node)
@@ -231,9 +241,24 @@ class CallEvaluator:
             operands = self.operands_of(args)
             return self.check_operands(node, operands, qualname.replace("torch.nn.functional.", "F."),
                                        arithmetic=name in api.ARITHMETIC_FUNCTIONS)
+        if not qualname.startswith("torch."):
+            self.escape(args, env)
         if any(a.keyword in ("device", "map_location") for a in args):
             return Value(source="device-aware")
         return UNKNOWN_VALUE
+
+    def escape(self, args: List[Arg], env) -> None:
+        """Modules handed to code we cannot see may be moved by it (hooks, dispatch, offload)."""
+        for arg in args:
+            root = dotted_name(arg.node.value)
+            if root is None:
+                continue
+            root = root.split(".", 1)[0]
+            value = self.lookup(root, env)
+            if value is not None and value.kind in (MODULE, "unknown") and value.device.known:
+                if value.ident is not None:
+                    env.replace_identity(value.ident, value.with_device(UNKNOWN))
+                env.values[root] = value.with_device(UNKNOWN)
 
     def operands_of(self, args: List[Arg]) -> List[Tuple[cst.CSTNode, Value]]:
         operands = []
@@ -279,8 +304,8 @@ class CallEvaluator:
                 scalar = None
         elif name in api.LIKE_FACTORIES and args:
             scalar = args[0].value.scalar
-        return Value(kind=TENSOR, device=device, origin=node, source=SOURCE_FACTORY, scalar=scalar,
-                     explicit_device=device_kw is not None)
+        return Value(kind=TENSOR, device=device, origin=node, source=SOURCE_FACTORY if self.in_hot_code else SOURCE_CREATED,
+                     scalar=scalar, explicit_device=device_kw is not None)
 
     def torch_load(self, node: cst.Call, args: List[Arg], env) -> Value:
         location = next((a for a in args if a.keyword == "map_location"), None)
@@ -308,21 +333,36 @@ class CallEvaluator:
     def nn_module(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
         keywords = frozenset(a.keyword for a in args if a.keyword)
         stateful = api.nn_class_is_stateful(name, keywords)
-        if stateful is None:  # containers: stateful when a child is
+        device = self.construction_device(args, env)
+        if stateful is None:  # containers: stateful when a child is, and where their children are
             children = []
             for arg in args:
                 value = arg.value
-                children.extend(value.items if value.kind in (TUPLE, LIST) else (value,))
+                if arg.node.star:
+                    children.append(UNKNOWN_VALUE)
+                else:
+                    children.extend(value.items if value.kind in (TUPLE, LIST) else (value,))
             modules = [child for child in children if child.kind == MODULE]
             if any(child.stateful for child in modules):
                 stateful = True
             elif modules and len(modules) == len(children) and all(child.stateful is False for child in modules):
                 stateful = False
-        return Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=name, stateful=stateful)
+            if children:
+                device = children[0].device
+                for child in children[1:]:
+                    device = device if child.device == device else UNKNOWN
+        return Value(kind=MODULE, device=device, origin=node, ident=id(node), cls=name, stateful=stateful)
+
+    def construction_device(self, args: List[Arg], env) -> Device:
+        """`nn.Linear(4, 4, device=d)`, `create_model(name, device=d)`: built on d."""
+        device_kw = next((a for a in args if a.keyword == "device"), None)
+        if device_kw is None:
+            return env.default_device
+        return self.device_argument(device_kw.node.value, device_kw.value, env) or UNKNOWN
 
     def pretrained_model(self, node: cst.Call, args: List[Arg], env) -> Value:
         device_map = next((a for a in args if a.keyword == "device_map"), None)
-        device = env.default_device
+        device = self.construction_device(args, env)
         if device_map is not None:
             device = device_map.value.device if device_map.value.kind == DEVICE else UNKNOWN
         return Value(kind=MODULE, device=device, origin=node, ident=id(node), stateful=True, cls="pretrained model")
@@ -382,7 +422,7 @@ class CallEvaluator:
         if kind == TOKENIZER:
             return self.tokenizer_call(name, node, args)
         if kind == "unknown" and name in _MODULE_CALL_METHODS:
-            return self.call_value(receiver, receiver_node, node, args, last_identifier(receiver_node))
+            return self.call_value(receiver, receiver_node, node, args, last_identifier(receiver_node), env)
         return UNKNOWN_VALUE
 
     def move_in_place(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:
@@ -414,7 +454,7 @@ class CallEvaluator:
             return self.program.call_method(receiver, name, node, args)
         return UNKNOWN_VALUE
 
-    def call_value(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], name: str) -> Value:
+    def call_value(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], name: str, env) -> Value:
         """Calling a value: a model, a loss, or something we do not know."""
         if callee.kind == MODULE or (callee.kind == "unknown" and callee.device.known):
             return self.module_call(callee, callee_node, node, args, "call")
@@ -424,6 +464,8 @@ class CallEvaluator:
             inputs = [v for _, v in self.inputs_of(args) if placed(v) and not v.device.is_cpu]
             device = inputs[0].device if inputs else UNKNOWN
             return Value(kind=TENSOR, device=device, origin=node)
+        if callee.kind not in (FUNCTION, CLASS):
+            self.escape(args, env)
         return UNKNOWN_VALUE
 
     def inputs_of(self, args: List[Arg]) -> List[Tuple[cst.CSTNode, Value]]:
@@ -494,8 +536,8 @@ class CallEvaluator:
                 return receiver
             moved = Value(kind=BATCH, device=target, origin=node, in_place_move=receiver.in_place_move)
             key = dotted_name(receiver_node)
-            if receiver.in_place_move and key is not None:
-                env.values[key] = moved  # BatchEncoding.to() moves in place and returns itself
+            if (receiver.in_place_move or discarded) and key is not None:
+                env.values[key] = moved  # BatchEncoding.to() and friends move in place and return self
             return moved
         if name == "items":
             return Value(kind=LIST, items=(Value(kind=TUPLE, items=(Value(kind=HOST), element)),))

@@ -143,7 +143,8 @@ LIST = "list"            # a python list/dict whose element is `item`
 ANY = "unknown"
 
 # Where a tensor came from; rules use it to pick the code and the words.
-SOURCE_FACTORY = "factory"
+SOURCE_FACTORY = "factory"          # made without device= in `forward` or a loop
+SOURCE_CREATED = "created"          # made elsewhere
 SOURCE_LOADER = "loader"
 SOURCE_TOKENIZER = "tokenizer"
 SOURCE_LOAD = "torch.load"

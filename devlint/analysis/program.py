@@ -118,9 +118,10 @@ class Program:
         inherited: Dict[str, Value] = {}
         for base in info.node.bases:
             value = evaluator.eval(base.value, Env())
-            if value.kind == REF and (value.cls in api.MODULE_BASES or api.is_nn_module_class(value.cls)):
+            if value.kind == REF and (value.cls in api.MODULE_BASES or api.is_nn_module_class(value.cls)
+                                      or value.cls.endswith(api.MODULE_BASE_NAMES)):
                 verdicts.append(True)
-                if value.cls not in api.MODULE_BASES:
+                if api.is_nn_module_class(value.cls) and value.cls not in api.MODULE_BASES:
                     info.stateful = api.nn_class_is_stateful(value.cls.rsplit(".", 1)[-1], frozenset())
             elif value.kind == CLASS and value.cls in self.classes:
                 parent = self.ensure_class(self.classes[value.cls])
@@ -187,7 +188,7 @@ class Program:
         if info is None:
             return UNKNOWN_VALUE
         self.ensure_class(info)
-        if info.is_module:
+        if info.is_module or (info.is_module is None and "forward" in info.methods):
             return Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=info.name, stateful=info.stateful)
         if info.is_module is False:
             return Value(kind=OBJECT, origin=node, cls=info.name)
@@ -268,13 +269,13 @@ class Program:
                 env.bind(first, Value(kind=CLASS, cls=owner.name))
             else:
                 self.ensure_class(owner)
-                if owner.is_module:
+                if owner.is_module is not False:  # unknown bases: assume a module, the silent choice
                     env.bind(first, Value(kind=MODULE, device=self.self_device(), cls=owner.name, stateful=owner.stateful))
                 else:
                     env.bind(first, Value(kind=OBJECT, cls=owner.name))
                 attrs = seed if seed is not None else owner.attrs
                 for key, value in attrs.items():
-                    if owner.is_module and info.name != "__init__":
+                    if owner.is_module is not False and info.name != "__init__":
                         value = self._follows_module(value, owner, self.self_device())
                     env.values[first + key[len("self"):]] = value
         star = info.node.params.star_arg
@@ -286,7 +287,7 @@ class Program:
 
     def _parameter_value(self, info: FunctionInfo, index: int, param: cst.Param) -> Value:
         owner = info.owner
-        if owner is None or not owner.is_module:
+        if owner is None or owner.is_module is False:
             return UNKNOWN_VALUE
         annotation = dotted_name(param.annotation.annotation) if param.annotation is not None else None
         device = self.self_device()

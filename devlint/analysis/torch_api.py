@@ -87,6 +87,8 @@ HOST_ATTRIBUTES = frozenset({
 # --- modules ----------------------------------------------------------------
 
 #: Base classes that make a class an ``nn.Module``.
+#: Base names that make a class an nn.Module even when imported from elsewhere.
+MODULE_BASE_NAMES = ("Module", "PreTrainedModel", "LightningModule", "ModelMixin")
 MODULE_BASES = frozenset({
     "torch.nn.Module", "torch.nn.modules.module.Module",
     "pytorch_lightning.LightningModule", "lightning.LightningModule",
@@ -202,6 +204,17 @@ def parse_device_string(text: str) -> Optional[Device]:
     if kind == "meta":
         return Device(META)
     return Device(_ACCEL_KINDS[kind], int(index) if index is not None else None)
+
+
+#: Owners whose `.device` attribute is a device the user chose (not "where this tensor is").
+_SETTINGS_NAME = re.compile(
+    r"^(self|args|cfg|config|conf|opt|opts|options|hparams|hp|params|settings|accelerator|trainer|"
+    r"training_args|train_args|model_args|run_args|flags|state|env|model|net|module|fabric|runtime)$",
+    re.IGNORECASE)
+
+
+def is_settings_name(identifier: str) -> bool:
+    return bool(_SETTINGS_NAME.match(identifier))
 
 
 def is_device_name(identifier: str) -> bool:

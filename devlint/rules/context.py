@@ -12,7 +12,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from ..analysis.facts import Operand
 from ..analysis.lattice import (
-    SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, Value,
+    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, Value,
 )
 
 _SOURCE_WORDS = {
@@ -20,6 +20,7 @@ _SOURCE_WORDS = {
     SOURCE_TOKENIZER: "tokenizer output, line {}",
     SOURCE_LOAD: "torch.load, line {}",
     SOURCE_FACTORY: "created on line {}",
+    SOURCE_CREATED: "created on line {}",
 }
 _MAX_TEXT = 40
 

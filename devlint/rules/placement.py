@@ -3,12 +3,25 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from ..analysis.facts import MODEL_CALL, OPERATION, DeviceMismatch, FileFacts
 from ..analysis.lattice import SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER
 from .base import ERROR, Finding, Rule
 from .context import RuleContext
 
 _LATE_SOURCES = (SOURCE_TOKENIZER, SOURCE_LOAD)
+
+
+def _device_hint(node, context: RuleContext) -> str:
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        return f"`device={context.text_of(node)}.device`"
+    return "`device=` set to the device of the tensor it meets"
+
+
+def _is_late_input(mismatch: DeviceMismatch) -> bool:
+    """A model fed tokenizer output or a loaded checkpoint: DEV107's case."""
+    return mismatch.context == MODEL_CALL and mismatch.offender.value.source in _LATE_SOURCES
 
 
 def _is_factory_mix(mismatch: DeviceMismatch) -> bool:
@@ -56,7 +69,7 @@ out = model(x)
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for mismatch in facts.mismatches:
-            if mismatch.context != MODEL_CALL or mismatch.offender.value.source in _LATE_SOURCES:
+            if mismatch.context != MODEL_CALL or _is_late_input(mismatch):
                 continue
             yield Finding(mismatch.node, (
                 f"{context.operand(mismatch.anchor)} is on {context.where(mismatch.anchor.value)} but its input "
@@ -101,7 +114,7 @@ scaled = out * torch.tensor(2.0)
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for mismatch in facts.mismatches:
-            if mismatch.context != OPERATION or _is_factory_mix(mismatch) or mismatch.offender.value.source in _LATE_SOURCES:
+            if mismatch.context != OPERATION or _is_factory_mix(mismatch):
                 continue
             yield Finding(mismatch.node, (
                 f"{context.operand(mismatch.offender)} is on {context.where(mismatch.offender.value)} but "
@@ -155,13 +168,13 @@ class Gate(nn.Module):
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for mismatch in facts.mismatches:
-            if not _is_factory_mix(mismatch) or mismatch.offender.value.source in _LATE_SOURCES:
+            if not _is_factory_mix(mismatch):
                 continue
             yield Finding(mismatch.node, (
-                f"{context.operand(mismatch.offender)} is created on {context.where(mismatch.offender.value)} "
+                f"{context.operand(mismatch.offender)} is on {context.where(mismatch.offender.value)} "
                 f"without `device=` but meets {context.operand(mismatch.anchor)} on "
                 f"{context.where(mismatch.anchor.value)} in `{mismatch.operation}`; "
-                f"create it with `device={context.text_of(mismatch.anchor.node)}.device`"))
+                f"create it with {_device_hint(mismatch.anchor.node, context)}"))
 
 
 class DiscardedTensorMove(Rule):
@@ -257,8 +270,8 @@ class Net(nn.Module):
         for state in facts.unregistered_state:
             attribute = f"`self.{state.attribute}`"
             if state.what == "tensor":
-                message = (f"{attribute} is a plain tensor attribute of `{state.owner}` (on "
-                           f"{context.where(state.value)}): it will not follow `.to()` or be saved; "
+                message = (f"{attribute} is a plain tensor attribute of `{state.owner}`: it stays on "
+                           f"{state.value.device.describe()} when the module moves and is not saved; "
                            f"register it with `self.register_buffer(\"{state.attribute}\", ...)` or `nn.Parameter`")
             else:
                 holder = "nn.ModuleDict" if state.what == "dict" else "nn.ModuleList"
@@ -347,7 +360,7 @@ outputs = model(**inputs)
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for mismatch in facts.mismatches:
-            if mismatch.offender.value.source not in _LATE_SOURCES:
+            if not _is_late_input(mismatch):
                 continue
             yield Finding(mismatch.node, (
                 f"{context.operand(mismatch.offender)} is still on {context.where(mismatch.offender.value)} but "

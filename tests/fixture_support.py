@@ -1,0 +1,43 @@
+"""Reading `# expect:` annotations and comparing them with what devlint reports."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import List, Set, Tuple
+
+from devlint.engine import check_text
+from devlint.rules import ALL_RULES
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+ALL_CODES = frozenset(rule.code for rule in ALL_RULES)
+_EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>DEV\d{3}(?:\s*,\s*DEV\d{3})*)")
+
+
+def expectations(text: str) -> Set[Tuple[int, str]]:
+    found = set()
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _EXPECT.search(line)
+        if match:
+            found.update((number, code.strip()) for code in match.group("codes").split(","))
+    return found
+
+
+def mismatch_report(text: str, path: str) -> str:
+    """Empty when devlint reports exactly the expected (line, code) pairs."""
+    diagnostics = check_text(text, path, ALL_CODES)
+    actual = {(d.line, d.code) for d in diagnostics}
+    expected = expectations(text)
+    lines = text.splitlines()
+    problems: List[str] = []
+    for line, code in sorted(expected - actual):
+        problems.append(f"  missing    {path}:{line}: {code}   | {lines[line - 1].strip()}")
+    for diagnostic in diagnostics:
+        if (diagnostic.line, diagnostic.code) not in expected:
+            problems.append(f"  unexpected {path}:{diagnostic.line}: {diagnostic.code} {diagnostic.message}"
+                            f"   | {lines[diagnostic.line - 1].strip() if diagnostic.line <= len(lines) else ''}")
+    return "\n".join(problems)
+
+
+def fixture_files() -> List[Path]:
+    return sorted(p for p in FIXTURES.rglob("*.py") if not p.name.endswith(".fixed.py"))
