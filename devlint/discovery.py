@@ -38,7 +38,7 @@ def _walk(top: str, settings: Settings) -> List[str]:
         for name in sorted(filenames):
             path = os.path.join(directory, name)
             if name.endswith(PYTHON_SUFFIXES) and not is_excluded(path, settings):
-                found.append(path)
+                found.append(os.path.normpath(path))
     return found
 
 

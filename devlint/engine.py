@@ -62,7 +62,7 @@ def check_text(text: str, path: str, enabled: FrozenSet[str]) -> List[Diagnostic
             raise
         return _engine(AnalysisLimitRule, path, 1, 0,
                        f"internal error while analysing ({type(error).__name__}: {error}); please report it", enabled)
-    return _suppress(diagnostics, text)
+    return sorted(_suppress(diagnostics, text), key=Diagnostic.sort_key)
 
 
 def decode(data: bytes) -> Tuple[Optional[str], Tuple[int, str]]:

@@ -459,7 +459,7 @@ class CallEvaluator:
         if callee.kind == MODULE or (callee.kind == "unknown" and callee.device.known):
             return self.module_call(callee, callee_node, node, args, "call")
         if callee.kind == "unknown" and _LOSS_NAME.search(name):
-            return self.check_operands(node, self.inputs_of(args), name, arithmetic=False)
+            return self.check_operands(node, self.inputs_of(args), f"{name}(...)", arithmetic=False)
         if callee.kind == "unknown" and _MODEL_NAME.search(name):
             inputs = [v for _, v in self.inputs_of(args) if placed(v) and not v.device.is_cpu]
             device = inputs[0].device if inputs else UNKNOWN
@@ -479,8 +479,9 @@ class CallEvaluator:
 
     def module_call(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], operation: str) -> Value:
         inputs = self.inputs_of(args)
-        if callee.stateful is False:
-            return self.check_operands(node, inputs, operation, arithmetic=False)
+        if callee.stateful is False:  # a loss or activation module: its inputs meet each other
+            label = dotted_name(callee_node) if isinstance(callee_node, (cst.Name, cst.Attribute)) else None
+            return self.check_operands(node, inputs, f"{label}(...)" if label else operation, arithmetic=False)
         device = callee.device
         if device.known and not callee.scatters:
             for expr, value in inputs:

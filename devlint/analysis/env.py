@@ -24,14 +24,23 @@ class Env:
     def copy(self) -> "Env":
         return Env(self.values, self.default_device, self.dead, self.guarded)
 
+    def take(self, other: "Env") -> "Env":
+        """Become `other`, keeping this object: outer scopes hold on to it."""
+        self.values = other.values
+        self.default_device = other.default_device
+        self.dead = other.dead
+        self.guarded = other.guarded
+        return self
+
     def get(self, key: str) -> Optional[Value]:
         return self.values.get(key)
 
     def bind(self, key: str, value: Value) -> None:
         """Bind `key`, forgetting what was known about the old object's attributes."""
-        prefix = key + "."
-        for stale in [k for k in self.values if k.startswith(prefix)]:
-            del self.values[stale]
+        if key in self.values and any("." in k for k in self.values):
+            prefix = key + "."
+            for stale in [k for k in self.values if k.startswith(prefix)]:
+                del self.values[stale]
         self.values[key] = value
 
     def replace_identity(self, ident: int, moved: Value) -> None:

@@ -92,6 +92,9 @@ class Interpreter(CallEvaluator):
         return self.exec_block(suite.body, env)
 
     def exec_statement(self, node: cst.CSTNode, env: Env) -> Env:
+        return env.take(self._exec_statement(node, env))
+
+    def _exec_statement(self, node: cst.CSTNode, env: Env) -> Env:
         if isinstance(node, cst.SimpleStatementLine):
             for small in node.body:
                 if env.dead:

@@ -151,6 +151,7 @@ class Gate(nn.Module):
     def forward(self, x):
         noise = torch.randn(x.shape[0], 4)
         return self.proj(x) + noise  # expect: DEV103
+model = Gate().to("cuda" if torch.cuda.is_available() else "cpu")
 """,)
     valid = ("""
 import torch

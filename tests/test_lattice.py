@@ -1,0 +1,46 @@
+"""The device lattice: joins and conflicts."""
+from devlint.analysis.lattice import (
+    CPU, SELECTED, UNKNOWN, Device, conflicts, join_devices, symbolic,
+)
+
+CUDA0, CUDA1, CUDA = Device("cuda", 0), Device("cuda", 1), Device("cuda")
+SEL = Device(SELECTED)
+UNGUARDED = Device("unguarded")
+META = Device("meta")
+
+
+def test_join_is_idempotent_and_unknown_absorbs():
+    for device in (CPU, CUDA0, SEL, META, symbolic("device")):
+        assert join_devices(device, device) == device
+        assert join_devices(device, UNKNOWN) == UNKNOWN
+
+
+def test_join_of_cpu_and_accelerator_depends_on_the_branch():
+    assert join_devices(CUDA, CPU) == UNKNOWN
+    assert join_devices(CUDA, CPU, availability_split=True) == SEL
+    assert join_devices(CPU, UNGUARDED, availability_split=True) == SEL
+
+
+def test_join_of_accelerators_of_one_kind():
+    assert join_devices(CUDA0, CUDA1) == CUDA
+    assert join_devices(CUDA, SEL) == SEL
+    assert join_devices(Device("mps"), CUDA) == UNKNOWN
+
+
+def test_conflicts_are_sure_only():
+    assert conflicts(CPU, SEL) and conflicts(SEL, CPU)
+    assert conflicts(CPU, CUDA0) and conflicts(CPU, symbolic("args.device"))
+    assert conflicts(CUDA0, CUDA1)
+    assert conflicts(META, CPU)
+    assert not conflicts(CUDA, CUDA0)          # "cuda" is the current device, maybe 0
+    assert not conflicts(SEL, symbolic("device"))
+    assert not conflicts(symbolic("a"), symbolic("b"))
+    assert not conflicts(CPU, UNKNOWN) and not conflicts(UNKNOWN, SEL)
+    assert not conflicts(CPU, CPU)
+
+
+def test_descriptions_name_the_device():
+    assert CUDA1.describe() == "cuda:1"
+    assert SEL.describe() == "the selected accelerator"
+    assert symbolic("self").describe() == "the module's device"
+    assert symbolic("args.device").describe() == "`args.device`"
