@@ -29,6 +29,7 @@ _MODULE_CALL_METHODS = frozenset({"forward", "generate", "__call__"})
 _MODULE_SAME_METHODS = frozenset({"half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "share_memory", "zero_grad"})
 _TOKENIZER_BATCH_METHODS = frozenset({"__call__", "encode_plus", "batch_encode_plus", "pad", "apply_chat_template", "prepare_seq2seq_batch"})
 _BUILTIN_HOST = frozenset({"len", "int", "float", "bool", "str", "isinstance", "hasattr", "round", "abs", "repr", "format", "id", "hash", "type", "print", "callable", "issubclass", "open"})
+_INPUT_KEYWORDS = frozenset({"input", "inputs", "x", "input_ids", "pixel_values", "inputs_embeds", "input_values", "input_features", "images", "image", "src", "tgt"})
 _BUILTIN_PASS = frozenset({"iter", "list", "tuple", "sorted", "reversed"})
 
 
@@ -104,7 +105,12 @@ class CallEvaluator:
         anchor = next(((n, v) for n, v in known if not v.device.is_cpu), None)
         shaped = any(v.scalar is False for _, v in operands) and operation.strip(".()") not in api.REDUCTIONS
         if anchor is None:
-            all_cpu = bool(known) and len(known) == len([1 for _, v in operands if v.kind in (TENSOR, BATCH)])
+            # A CPU result needs CPU operands; an unknown operand may be a GPU tensor that
+            # legally absorbs a 0-dim CPU tensor, but not a shaped one (that would crash).
+            cpu_shaped = any(v.scalar is False for _, v in known)
+            all_cpu = bool(known) and all(
+                v.kind == HOST or (placed(v) and v.device.is_cpu) or (cpu_shaped and not v.device.known)
+                for _, v in operands)
             if not all_cpu:
                 return Value(kind=TENSOR, origin=node)
             # A CPU result is the CPU operand carried on: keep where it came from.
@@ -300,6 +306,8 @@ class CallEvaluator:
             data = args[0].node.value if args else None
             if isinstance(data, (cst.Integer, cst.Float)) or (isinstance(data, cst.UnaryOperation) and isinstance(data.expression, (cst.Integer, cst.Float))):
                 scalar = True
+            elif isinstance(data, cst.Name) and data.value in ("True", "False"):
+                scalar = True
             elif not isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):
                 scalar = None
         elif name in api.LIKE_FACTORIES and args:
@@ -442,8 +450,12 @@ class CallEvaluator:
             return self.module_call(receiver, receiver_node, node, args, name if name != "__call__" else "call")
         if name in _MODULE_SAME_METHODS:
             return receiver
-        if name in ("parameters", "buffers", "named_parameters", "children", "modules"):
-            element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, parameter=True)
+        if name in ("parameters", "buffers", "named_parameters", "named_buffers", "children", "modules",
+                    "named_children", "named_modules"):
+            if name.endswith(("children", "modules")):
+                element = Value(kind=MODULE, device=receiver.device, origin=receiver.origin)
+            else:
+                element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, parameter=True)
             if name.startswith("named_"):
                 element = Value(kind=TUPLE, items=(Value(kind=HOST), element))
             return Value(kind=LIST, items=(element,))
@@ -477,6 +489,17 @@ class CallEvaluator:
                 inputs.append((arg.node.value, arg.value))
         return inputs
 
+    def main_inputs(self, args: List[Arg]) -> List[Tuple[cst.CSTNode, Value]]:
+        """The inputs a model surely computes with: the first positional argument,
+        `**batch` expansions and input-named keywords. Later positional arguments
+        are often CPU metadata on purpose (lengths for packing, grid sizes)."""
+        chosen = []
+        positional = [a for a in args if a.keyword is None and not a.node.star]
+        if positional:
+            chosen.append(positional[0])
+        chosen += [a for a in args if a.node.star == "**" or (a.keyword in _INPUT_KEYWORDS)]
+        return [(a.node.value, a.value) for a in chosen]
+
     def module_call(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], operation: str) -> Value:
         inputs = self.inputs_of(args)
         if callee.stateful is False:  # a loss or activation module: its inputs meet each other
@@ -484,7 +507,7 @@ class CallEvaluator:
             return self.check_operands(node, inputs, f"{label}(...)" if label else operation, arithmetic=False)
         device = callee.device
         if device.known and not callee.scatters:
-            for expr, value in inputs:
+            for expr, value in self.main_inputs(args):
                 if placed(value) and conflicts(device, value.device) and value.scalar is not True:
                     self.record_mismatch(node, MODEL_CALL, Operand(callee_node, callee), Operand(expr, value), operation)
         if not device.known:
@@ -495,7 +518,7 @@ class CallEvaluator:
     def tensor_method(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:
         if name in api.MOVE_METHODS and name != "to_empty":
             target = self.move_target(name, node, args, env)
-            if discarded and self.recording and receiver.kind == TENSOR:
+            if discarded and self.recording and receiver.kind == TENSOR and target is not None:
                 self.program.facts.discarded_moves.append(DiscardedMove(node, Operand(receiver_node, receiver), name))
             if target is None:
                 return receiver

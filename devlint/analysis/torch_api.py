@@ -165,6 +165,7 @@ NON_OPS = frozenset({
     "get_num_threads", "set_float32_matmul_precision", "autocast", "typename",
     "is_floating_point", "is_complex", "get_rng_state", "set_rng_state",
     "initial_seed", "finfo", "iinfo", "Size", "Generator", "broadcast_shapes",
+    "multi_head_attention_forward",  # takes placeholder tensors it never combines
 })
 #: Namespaces under torch whose functions are tensor ops.
 OP_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
