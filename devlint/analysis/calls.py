@@ -408,6 +408,7 @@ class CallEvaluator:
     # --- methods ------------------------------------------------------------------------
 
     def method_call(self, receiver: Value, receiver_node, name: str, node: cst.Call, args: List[Arg], env, discarded: bool) -> Value:
+        self.program.note_self_call(self, receiver_node, name)
         kind = receiver.kind
         if kind == MODULE or (kind in ("unknown", "object") and name in api.MOVE_METHODS and name != "to_empty"):
             if name in api.MOVE_METHODS:

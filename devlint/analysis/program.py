@@ -25,6 +25,8 @@ from .lattice import (
 )
 from .names import dotted_name, string_value
 
+MANUAL_REGISTRATION = frozenset({"add_module", "register_module"})
+
 #: Text that shows a file cares about accelerators at all.  In a file without
 #: it, `forward` inputs are not assumed to live on an accelerator.
 _ACCELERATOR_TEXT = re.compile(r"cuda|\bmps\b|xpu|accelerat|device|\.to\(")
@@ -61,6 +63,7 @@ class ClassInfo:
         self.buffers: Set[str] = set()
         self.reported: Set[str] = set()
         self.unknown_submodule = False
+        self.registers_manually = False  # __init__ calls add_module/register_module
         self.methods: Dict[str, FunctionInfo] = {}
         self.state = "new"  # new -> running -> done
         for statement in node.body.body:
@@ -78,6 +81,8 @@ class Program:
         self.functions: Dict[int, FunctionInfo] = {}
         self.classes: Dict[str, ClassInfo] = {}
         self.class_order: List[ClassInfo] = []
+        #: (class, attribute) pairs that a method moves by hand (`self.pe.to(x.device)`)
+        self.moved_by_hand: Set[tuple] = set()
 
     # --- driver -------------------------------------------------------------
 
@@ -89,7 +94,19 @@ class Program:
                 self.analyse(method)
         for info in list(self.functions.values()):
             self.analyse(info)
+        self.facts.unregistered_state = [fact for fact in self.facts.unregistered_state if self._still_unregistered(fact)]
         return self.facts
+
+    def _still_unregistered(self, fact: UnregisteredState) -> bool:
+        """DEV105 holds unless `__init__` registered the modules itself (add_module,
+        a final nn.ModuleList(...)) or a method moves the tensor by hand."""
+        info = self.classes.get(fact.owner)
+        if fact.what == "tensor":
+            return (fact.owner, fact.attribute) not in self.moved_by_hand
+        if info is None or info.registers_manually:
+            return False
+        final = info.attrs.get("self." + fact.attribute)
+        return final is None or final.kind in (LIST, TUPLE, "unknown")
 
     def self_device(self) -> Device:
         return symbolic("self") if self.accelerator_evidence else UNKNOWN
@@ -229,6 +246,18 @@ class Program:
         if container.kind in (LIST, TUPLE):
             self.note_container_append(interp, container, target.value, value, target)
 
+    def note_self_call(self, interp: Interpreter, receiver_node, method: str) -> None:
+        """Calls on `self` or `self.attr` that change what DEV105 may say."""
+        owner = interp.scope.owner
+        if owner is None:
+            return
+        if dotted_name(receiver_node) == "self" and method in MANUAL_REGISTRATION:
+            owner.registers_manually = True
+        elif method in ("to", "cuda", "type_as", "cpu"):
+            attribute = _self_attribute_under(receiver_node)
+            if attribute is not None:
+                self.moved_by_hand.add((owner.name, attribute))
+
     def note_buffer(self, interp: Interpreter, name_node, tensor: Value, env: Env) -> None:
         name = string_value(name_node)
         if name is None or interp.scope.owner is None:
@@ -341,3 +370,18 @@ class Program:
         if value.kind == MODULE:
             value = replace(value, ident=id(node))
         return value
+
+
+def _self_attribute_under(node: cst.BaseExpression) -> Optional[str]:
+    """`self.pe.detach().type_as` -> "pe": the attribute a method chain starts from."""
+    while True:
+        if isinstance(node, cst.Call):
+            node = node.func
+        elif isinstance(node, cst.Attribute):
+            if isinstance(node.value, cst.Name) and node.value.value == "self":
+                return node.attr.value
+            node = node.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            return None
