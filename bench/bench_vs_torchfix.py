@@ -138,6 +138,14 @@ def survey_dir(directory: Path) -> Dict[str, int]:
     return {"py_files": py_files, "lines": lines, "torch_files": torch_files}
 
 
+def loadavg() -> Optional[float]:
+    """1-minute load average, or None where the OS has none."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 def stderr_tail(text: str, n: int = STDERR_TAIL_LINES) -> str:
     lines = text.rstrip().splitlines()
     return "\n".join(lines[-n:])
@@ -226,6 +234,7 @@ def bench_dir(
     verbose: bool,
 ) -> dict:
     survey = survey_dir(Path(directory))
+    load_before = loadavg()
     argvs = {name: build_argv(base, directory, jobs, name) for name, base in tools.items()}
     times: Dict[str, List[float]] = {name: [] for name in tools}
     cpu_times: Dict[str, List[float]] = {name: [] for name in tools}
@@ -267,6 +276,10 @@ def bench_dir(
         "times_s": times,
         "cpu_times_s": cpu_times,
         "failed": failed,
+        # Our own runs add about `jobs` to the load; much more means that
+        # something else was running and wall times are suspect.
+        "loadavg_1min_before": load_before,
+        "loadavg_1min_after": loadavg(),
     }
     for name in names:
         result[f"{name}_median_s"] = (
@@ -400,7 +413,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     tools = {"devlint": devlint, "torchfix": torchfix}
     ok_codes = {"devlint": DEVLINT_OK_CODES, "torchfix": TORCHFIX_OK_CODES}
 
+    start_load = loadavg()
+    cpus = os.cpu_count() or 1
+    if start_load is not None and start_load > 0.5 * cpus:
+        print(
+            f"warning: the machine is busy before the benchmark starts "
+            f"(1-min load average {start_load} on {cpus} CPUs); wall times "
+            "will be inflated - prefer an idle machine, or compare cpu_ratio",
+            file=sys.stderr,
+        )
     meta = {
+        "loadavg_1min_at_start": start_load,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
