@@ -16,7 +16,7 @@ from .facts import MODEL_CALL, OPERATION, DeviceMismatch, DiscardedMove, HostCon
 from .lattice import (
     BATCH, CLASS, CPU, CUDA, DEVICE, FUNCTION, HOST, LIST, MODULE, SELECTED,
     SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER, SYMBOLIC, TENSOR, TOKENIZER,
-    TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, join_values, symbolic,
+    TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier
 
@@ -586,13 +586,12 @@ class CallEvaluator:
             self.program.note_container_append(self, receiver, receiver_node, added, node)
         key = dotted_name(receiver_node)
         if key is not None:
-            from .interpreter import _container_of  # local: the two modules share this helper
             existing = []
             if receiver.kind == BATCH:
                 existing = [Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source)]
             elif receiver.items:
                 existing = list(receiver.items) if receiver.kind == TUPLE else [receiver.items[0]]
-            updated = _container_of(existing + [added], receiver.cls or "list")
+            updated = container_of(existing + [added], receiver.cls or "list")
             env.values[key] = replace(updated, origin=receiver.origin)
         return Value(kind=HOST)
 

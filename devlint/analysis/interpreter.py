@@ -17,8 +17,8 @@ from . import torch_api as api
 from .calls import CallEvaluator
 from .env import Env, join_envs
 from .lattice import (
-    BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, MODULE, SOURCE_LOADER, TENSOR,
-    TUPLE, UNKNOWN, UNKNOWN_VALUE, Value, join_values,
+    BATCH, DEVICE, HOST, LIST, MODULE, SOURCE_LOADER, TENSOR,
+    TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values,
 )
 from .names import dotted_name, last_identifier, string_value
 
@@ -341,7 +341,7 @@ class Interpreter(CallEvaluator):
         if kind == LIST:
             return iterable.items[0] if iterable.items else UNKNOWN_VALUE
         if kind == TUPLE:
-            return _join_all(iterable.items)
+            return join_all(iterable.items)
         if kind in (BATCH, TENSOR):
             return Value(kind=TENSOR, device=iterable.device, origin=iterable.origin, source=iterable.source)
         if kind == MODULE:  # iterating a ModuleList/Sequential yields its submodules
@@ -444,7 +444,7 @@ class Interpreter(CallEvaluator):
             value = self.eval(element.value, env)
             items.append(UNKNOWN_VALUE if isinstance(element, cst.StarredElement) else value)
         if any(isinstance(element, cst.StarredElement) for element in node.elements):
-            return _container_of(items, "list")
+            return container_of(items, "list")
         return Value(kind=TUPLE, items=tuple(items), origin=node)
 
     def eval_List(self, node: cst.List, env: Env) -> Value:
@@ -452,7 +452,7 @@ class Interpreter(CallEvaluator):
         if not items:
             return Value(kind=LIST, cls="list", origin=node)
         if any(isinstance(element, cst.StarredElement) for element in node.elements):
-            return _container_of(items, "list")
+            return container_of(items, "list")
         return Value(kind=TUPLE, items=tuple(items), origin=node, cls="list")
 
     def eval_Set(self, node, env):
@@ -470,7 +470,7 @@ class Interpreter(CallEvaluator):
                 self.eval(element.value, env)
         if not values:
             return Value(kind=LIST, cls="dict", origin=node)
-        return replace(_container_of(values, "dict"), origin=node)
+        return replace(container_of(values, "dict"), origin=node)
 
     def eval_comprehension(self, node, env: Env, element_nodes) -> List[Value]:
         scope = env.copy()
@@ -485,13 +485,13 @@ class Interpreter(CallEvaluator):
 
     def eval_ListComp(self, node, env):
         (element,) = self.eval_comprehension(node, env, [node.elt])
-        return replace(_container_of([element], "list"), origin=node)
+        return replace(container_of([element], "list"), origin=node)
 
     eval_GeneratorExp = eval_SetComp = eval_ListComp
 
     def eval_DictComp(self, node, env):
         _, value = self.eval_comprehension(node, env, [node.key, node.value])
-        return replace(_container_of([value], "dict"), origin=node)
+        return replace(container_of([value], "dict"), origin=node)
 
     def eval_Subscript(self, node: cst.Subscript, env: Env) -> Value:
         base = self.eval(node.value, env)
@@ -506,7 +506,7 @@ class Interpreter(CallEvaluator):
                 position = int(index.value)
                 if -len(base.items) <= position < len(base.items):
                     return base.items[position]
-            return _join_all(base.items)
+            return join_all(base.items)
         if base.kind == LIST and base.items:
             return base.items[0]
         if base.kind == MODULE:  # nn.Sequential / ModuleList indexing
@@ -593,21 +593,6 @@ def _operator_text(operator: cst.CSTNode) -> str:
     }.get(type(operator).__name__, "op")
 
 
-def _join_all(items: Sequence[Value]) -> Value:
-    result = items[0] if items else UNKNOWN_VALUE
-    for item in items[1:]:
-        result = join_values(result, item)
-    return result
-
-
-def _container_of(items: List[Value], flavour: str) -> Value:
-    """A list/dict/generator whose elements are `items`, seen as one element."""
-    element = _join_all(items)
-    if element.kind in (TENSOR, BATCH):
-        return Value(kind=BATCH, device=element.device, origin=element.origin, source=element.source)
-    return Value(kind=LIST, items=(element,), cls=flavour)
-
-
 def _widen(head: Env, after: Env) -> Env:
     """Give up on names that still change after the iteration budget."""
     for key in list(after.values):
@@ -615,5 +600,3 @@ def _widen(head: Env, after: Env) -> Env:
             after.values[key] = UNKNOWN_VALUE
     return after
 
-
-__all__ = ["Interpreter", "Scope", "REF", "OBJECT", "CLASS", "FUNCTION", "UNKNOWN"]

@@ -14,7 +14,7 @@ devices (cpu, cuda[:i], mps, xpu, meta) sit beside three abstract ones:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -190,7 +190,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False) -> Value:
     return Value(
         kind=a.kind,
         device=device,
-        origin=a.origin if a.origin is b.origin or a.device == device else b.origin if b.device == device else a.origin,
+        origin=b.origin if b.device == device and a.device != device else a.origin,
         source=a.source if a.source == b.source else "",
         ident=a.ident if a.ident == b.ident else None,
         cls=a.cls if a.cls == b.cls else "",
@@ -202,3 +202,18 @@ def join_values(a: Value, b: Value, availability_split: bool = False) -> Value:
         items=items,
         in_place_move=a.in_place_move and b.in_place_move,
     )
+
+
+def join_all(items: Sequence[Value]) -> Value:
+    result = items[0] if items else UNKNOWN_VALUE
+    for item in items[1:]:
+        result = join_values(result, item)
+    return result
+
+
+def container_of(items: List[Value], flavour: str) -> Value:
+    """A list/dict/generator whose elements are `items`, seen as one element."""
+    element = join_all(items)
+    if element.kind in (TENSOR, BATCH):
+        return Value(kind=BATCH, device=element.device, origin=element.origin, source=element.source)
+    return Value(kind=LIST, items=(element,), cls=flavour)

@@ -21,7 +21,7 @@ from .facts import FileFacts, UnregisteredState
 from .interpreter import OBJECT, REF, Interpreter, Scope
 from .lattice import (
     BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, MODULE, SYMBOLIC, TENSOR, TUPLE,
-    UNKNOWN, UNKNOWN_VALUE, Device, Value, join_values, symbolic,
+    UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, symbolic,
 )
 from .names import dotted_name, string_value
 
@@ -278,12 +278,7 @@ class Program:
         env = Env(default_device=self.module_env.default_device)
         self._bind_parameters(info, env, seed)
         env = interp.exec_block(info.node.body.body, env)
-        result = UNKNOWN_VALUE if not interp.returns else interp.returns[0]
-        for value in interp.returns[1:]:
-            result = join_values(result, value)
-        if not interp.returns:
-            result = Value(kind=HOST)
-        info.result = result
+        info.result = join_all(interp.returns) if interp.returns else Value(kind=HOST)  # no return: None
         info.final_env = env
         info.running = False
         return env

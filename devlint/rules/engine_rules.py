@@ -1,7 +1,7 @@
 """DEV0xx: the engine itself. A file that cannot be read or analysed is reported, and the run goes on."""
 from __future__ import annotations
 
-from .base import ERROR, WARNING, Rule
+from .base import WARNING, Rule
 
 
 class SyntaxErrorRule(Rule):

@@ -7,7 +7,7 @@ import libcst as cst
 
 from ..analysis.facts import MODEL_CALL, OPERATION, DeviceMismatch, FileFacts
 from ..analysis.lattice import SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER
-from .base import ERROR, Finding, Rule
+from .base import Finding, Rule
 from .context import RuleContext
 
 _LATE_SOURCES = (SOURCE_TOKENIZER, SOURCE_LOAD)
