@@ -30,6 +30,8 @@ _MODULE_SAME_METHODS = frozenset({"half", "float", "double", "bfloat16", "train"
 _TOKENIZER_BATCH_METHODS = frozenset({"__call__", "encode_plus", "batch_encode_plus", "pad", "apply_chat_template", "prepare_seq2seq_batch"})
 _BUILTIN_HOST = frozenset({"len", "int", "float", "bool", "str", "isinstance", "hasattr", "round", "abs", "repr", "format", "id", "hash", "type", "print", "callable", "issubclass", "open"})
 _INPUT_KEYWORDS = frozenset({"input", "inputs", "x", "input_ids", "pixel_values", "inputs_embeds", "input_values", "input_features", "images", "image", "src", "tgt"})
+#: Recurrent state handed to a model beside its input: it must live on the model's device.
+_STATE_NAME = re.compile(r"^(hidden|hx|h0|c0|h|c|state|states|hidden_state|memory)$", re.IGNORECASE)
 _BUILTIN_PASS = frozenset({"iter", "list", "tuple", "sorted", "reversed"})
 
 
@@ -72,9 +74,11 @@ class CallEvaluator:
     def call_bound(self, callee: Value, func, node: cst.Call, args: List[Arg], env) -> Value:
         if callee.kind == "ref":
             return self.api_call(callee.cls, node, args, env)
-        if callee.kind == CLASS:
-            return self.program.instantiate(callee, node, args, env)
-        if callee.kind == FUNCTION:
+        if callee.kind in (CLASS, FUNCTION):
+            # Summaries say what comes back, not what the callee did to a module it was handed.
+            self.escape(args, env)
+            if callee.kind == CLASS:
+                return self.program.instantiate(callee, node, args, env)
             return self.program.call_function(callee, node, args)
         if callee.kind == TOKENIZER:
             return self.tokenizer_call("__call__", node, args)
@@ -218,6 +222,8 @@ class CallEvaluator:
         if device is not None:
             return Value(kind=TENSOR, device=device, origin=node, scalar=False,
                          source=SOURCE_FACTORY if self.in_hot_code else SOURCE_CREATED)
+        if qualname in api.IDENTITY_WRAPPERS:
+            return args[0].value if args else UNKNOWN_VALUE
         if qualname in api.TORCH_LOAD:
             return self.torch_load(node, args, env)
         if qualname in api.DATA_LOADERS:
@@ -419,6 +425,7 @@ class CallEvaluator:
                     return self.module_call(attribute, node.func, node, args, "call")
                 return self.module_method(receiver, receiver_node, name, node, args, env)
         if kind == "object":
+            self.escape(args, env)
             return self.program.call_method(receiver, name, node, args)
         if kind in (TENSOR, BATCH):
             if kind == BATCH:
@@ -498,7 +505,8 @@ class CallEvaluator:
         positional = [a for a in args if a.keyword is None and not a.node.star]
         if positional:
             chosen.append(positional[0])
-        chosen += [a for a in args if a.node.star == "**" or (a.keyword in _INPUT_KEYWORDS)]
+        chosen += [a for a in args if a.node.star == "**" or a.keyword in _INPUT_KEYWORDS
+                   or (a in positional[1:] and _STATE_NAME.search(last_identifier(a.node.value)))]
         return [(a.node.value, a.value) for a in chosen]
 
     def module_call(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], operation: str) -> Value:
@@ -508,9 +516,12 @@ class CallEvaluator:
             return self.check_operands(node, inputs, f"{label}(...)" if label else operation, arithmetic=False)
         device = callee.device
         if device.known and not callee.scatters:
-            for expr, value in self.main_inputs(args):
-                if placed(value) and conflicts(device, value.device) and value.scalar is not True:
-                    self.record_mismatch(node, MODEL_CALL, Operand(callee_node, callee), Operand(expr, value), operation)
+            checked = inputs if callee.cls in api.RECURRENT_NN_CLASSES else self.main_inputs(args)
+            for expr, whole in checked:
+                parts = whole.items if whole.kind == TUPLE else (whole,)  # an (h0, c0) pair is one input
+                wrong = [v for v in parts if placed(v) and conflicts(device, v.device) and v.scalar is not True]
+                if wrong:
+                    self.record_mismatch(node, MODEL_CALL, Operand(callee_node, callee), Operand(expr, wrong[0]), operation)
         if not device.known:
             accelerated = [v for _, v in inputs if placed(v) and not v.device.is_cpu]
             device = accelerated[0].device if accelerated else UNKNOWN

@@ -182,6 +182,10 @@ def join_values(a: Value, b: Value, availability_split: bool = False) -> Value:
     if a == b:
         return a
     if a.kind != b.kind:
+        # An empty list on one path and the list filled in a loop on the other: the filled one.
+        for empty, filled in ((a, b), (b, a)):
+            if empty.kind == LIST and not empty.items and filled.kind in (LIST, BATCH):
+                return filled
         return UNKNOWN_VALUE
     device = join_devices(a.device, b.device, availability_split)
     items: Tuple[Value, ...] = ()

@@ -136,6 +136,10 @@ HF_MODEL_WORDS = ("Model", "For", "Pipeline", "Transformer")
 
 # --- data, loading, devices -----------------------------------------------------
 
+#: Wrappers that return their first argument unchanged (legacy autograd Variables).
+IDENTITY_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+#: torch.nn classes whose extra inputs are state that must share the device (h0, c0).
+RECURRENT_NN_CLASSES = frozenset({"LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell"})
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 TORCH_LOAD = frozenset({"torch.load"})
 OPTIMIZER_PREFIX = "torch.optim."
