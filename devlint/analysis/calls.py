@@ -420,7 +420,7 @@ class CallEvaluator:
             if name in api.MOVE_METHODS:
                 return self.move_in_place(receiver, receiver_node, name, node, args, env, discarded)
             if kind == MODULE:
-                attribute = self.program.class_attribute(receiver, name) if receiver.cls else UNKNOWN_VALUE
+                attribute = self.attribute_of(receiver, name, node.func, env)
                 if attribute.kind == MODULE:
                     return self.module_call(attribute, node.func, node, args, "call")
                 return self.module_method(receiver, receiver_node, name, node, args, env)
@@ -437,6 +437,9 @@ class CallEvaluator:
             return self.container_add(receiver, receiver_node, name, node, args, env)
         if kind == TOKENIZER:
             return self.tokenizer_call(name, node, args)
+        if kind == "unknown" and name in api.FRAMEWORK_PLACING_METHODS:
+            self.escape(args, env)
+            return Value(source="device-aware")
         if kind == "unknown" and name in _MODULE_CALL_METHODS:
             return self.call_value(receiver, receiver_node, node, args, last_identifier(receiver_node), env)
         return UNKNOWN_VALUE

@@ -329,6 +329,8 @@ class Interpreter(CallEvaluator):
                          scalar=False if value.source else None)
         if value.kind == LIST and value.items:
             return value.items[0]
+        if value.source == "device-aware" and value.kind == "unknown":
+            return value  # `model, loader = accelerator.prepare(model, loader)`
         if value.kind == TENSOR:  # `values, indices = torch.max(t, 1)`, `a, b = t.chunk(2)`
             return Value(kind=TENSOR, device=value.device, origin=value.origin, source=value.source)
         return UNKNOWN_VALUE

@@ -140,6 +140,9 @@ HF_MODEL_WORDS = ("Model", "For", "Pipeline", "Transformer")
 IDENTITY_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 #: torch.nn classes whose extra inputs are state that must share the device (h0, c0).
 RECURRENT_NN_CLASSES = frozenset({"LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell"})
+#: Methods of training frameworks (accelerate, Lightning Fabric) whose results the
+#: framework places itself: loaders they return yield batches already on the device.
+FRAMEWORK_PLACING_METHODS = frozenset({"prepare", "prepare_data_loader", "prepare_model", "setup", "setup_dataloaders"})
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 TORCH_LOAD = frozenset({"torch.load"})
 OPTIMIZER_PREFIX = "torch.optim."
