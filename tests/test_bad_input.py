@@ -23,7 +23,7 @@ def run_on(tmp_path, name: str, content: bytes):
 
 
 def test_syntax_error(tmp_path):
-    found = run_on(tmp_path, "broken.py", b"import torch\ndef train(model:\n    pass\n")
+    found = run_on(tmp_path, "broken.py", b"import torch\nloss = = model(x)\nprint(loss)\n")
     assert [(d["code"], d["line"]) for d in found] == [("DEV001", 2)]
     assert "syntax error" in found[0]["message"]
 
