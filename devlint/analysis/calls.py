@@ -14,14 +14,12 @@ import libcst as cst
 from . import torch_api as api
 from .facts import MODEL_CALL, OPERATION, DeviceMismatch, DiscardedMove, HostConversion, Operand
 from .lattice import (
-    BATCH, CLASS, CPU, CUDA, DEVICE, FUNCTION, HOST, LIST, MODULE, SELECTED,
+    ANY, BATCH, CLASS, CPU, CUDA, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
     SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER, SYMBOLIC, TENSOR, TOKENIZER,
     TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier
 
-LOADER = "loader"
-OPTIMIZER = "optimizer"
 #: Unknown callables that are surely models or losses, judged by their name.
 _MODEL_NAME = re.compile(r"(^|_)(model|net|network|encoder|decoder|backbone|classifier|generator|discriminator|policy|critic|actor)s?$", re.IGNORECASE)
 _LOSS_NAME = re.compile(r"(^|_)(criterion|loss_fn|loss_func|loss_function|lossfn)$", re.IGNORECASE)
@@ -46,23 +44,27 @@ class Arg(NamedTuple):
 
 def placed(value: Value) -> bool:
     """A tensor-like value whose device is known."""
-    return value.device.known and value.kind in (TENSOR, BATCH, "unknown")
+    return value.device.known and value.kind in (TENSOR, BATCH, ANY)
 
 
 class CallEvaluator:
     # --- entry -------------------------------------------------------------------
+
+    @property
+    def factory_source(self) -> str:
+        return SOURCE_FACTORY if self.in_hot_code else SOURCE_CREATED
 
     def eval_call(self, node: cst.Call, env, discarded: bool) -> Value:
         func = node.func
         if isinstance(func, cst.Attribute):
             key = dotted_name(func)
             bound = self.lookup(key, env) if key is not None else None
-            if bound is not None and bound.kind in (MODULE, TOKENIZER, FUNCTION, "unknown"):
+            if bound is not None and bound.kind in (MODULE, TOKENIZER, FUNCTION, ANY):
                 return self.call_bound(bound, func, node, self.eval_args(node, env), env)
             receiver = self.eval(func.value, env)
             args = self.eval_args(node, env)
             name = func.attr.value
-            if receiver.kind == "ref":
+            if receiver.kind == REF:
                 return self.api_call(f"{receiver.cls}.{name}", node, args, env)
             return self.method_call(receiver, func.value, name, node, args, env, discarded)
         callee = self.eval(func, env)
@@ -72,7 +74,7 @@ class CallEvaluator:
         return self.call_bound(callee, func, node, args, env)
 
     def call_bound(self, callee: Value, func, node: cst.Call, args: List[Arg], env) -> Value:
-        if callee.kind == "ref":
+        if callee.kind == REF:
             return self.api_call(callee.cls, node, args, env)
         if callee.kind in (CLASS, FUNCTION):
             # Summaries say what comes back, not what the callee did to a module it was handed.
@@ -139,7 +141,7 @@ class CallEvaluator:
             return self.symbolic_device(expr, env) or UNKNOWN
         if value.kind in (TENSOR, BATCH):
             return value.device
-        if value.kind == "ref":
+        if value.kind == REF:
             if api.is_dtype(value.cls):
                 return None
             return api.tensor_type_device(value.cls) or self.symbolic_device(expr, env) or UNKNOWN
@@ -153,7 +155,7 @@ class CallEvaluator:
         name = last_identifier(expr)
         if api.is_dtype_name(name):
             return None
-        if value.device.known and value.kind == "unknown":
+        if value.device.known and value.kind == ANY:
             return value.device
         return self.symbolic_device(expr, env) or UNKNOWN
 
@@ -210,7 +212,7 @@ class CallEvaluator:
             return Value(kind=HOST)
         if qualname in api.SET_DEFAULT_TENSOR_TYPE:
             first = args[0].value if args else UNKNOWN_VALUE
-            env.default_device = api.tensor_type_device(first.cls) or UNKNOWN if first.kind == "ref" else UNKNOWN
+            env.default_device = api.tensor_type_device(first.cls) or UNKNOWN if first.kind == REF else UNKNOWN
             return Value(kind=HOST)
         if qualname.startswith("torch.") and qualname.count(".") == 1:
             if name in api.FACTORIES:
@@ -221,7 +223,7 @@ class CallEvaluator:
         device = api.tensor_type_device(qualname)
         if device is not None:
             return Value(kind=TENSOR, device=device, origin=node, scalar=False,
-                         source=SOURCE_FACTORY if self.in_hot_code else SOURCE_CREATED)
+                         source=self.factory_source)
         if qualname in api.IDENTITY_WRAPPERS:
             return args[0].value if args else UNKNOWN_VALUE
         if qualname in api.TORCH_LOAD:
@@ -267,7 +269,7 @@ class CallEvaluator:
                 continue
             root = root.split(".", 1)[0]
             value = self.lookup(root, env)
-            if value is not None and value.kind in (MODULE, "unknown") and value.device.known:
+            if value is not None and value.kind in (MODULE, ANY) and value.device.known:
                 if value.ident is not None:
                     env.replace_identity(value.ident, value.with_device(UNKNOWN))
                 env.values[root] = value.with_device(UNKNOWN)
@@ -318,7 +320,7 @@ class CallEvaluator:
                 scalar = None
         elif name in api.LIKE_FACTORIES and args:
             scalar = args[0].value.scalar
-        return Value(kind=TENSOR, device=device, origin=node, source=SOURCE_FACTORY if self.in_hot_code else SOURCE_CREATED,
+        return Value(kind=TENSOR, device=device, origin=node, source=self.factory_source,
                      scalar=scalar, explicit_device=device_kw is not None)
 
     def torch_load(self, node: cst.Call, args: List[Arg], env) -> Value:
@@ -416,7 +418,7 @@ class CallEvaluator:
     def method_call(self, receiver: Value, receiver_node, name: str, node: cst.Call, args: List[Arg], env, discarded: bool) -> Value:
         self.program.note_self_call(self, receiver_node, name)
         kind = receiver.kind
-        if kind == MODULE or (kind in ("unknown", "object") and name in api.MOVE_METHODS and name != "to_empty"):
+        if kind == MODULE or (kind in (ANY, OBJECT) and name in api.MOVE_METHODS and name != "to_empty"):
             if name in api.MOVE_METHODS:
                 return self.move_in_place(receiver, receiver_node, name, node, args, env, discarded)
             if kind == MODULE:
@@ -424,7 +426,7 @@ class CallEvaluator:
                 if attribute.kind == MODULE:
                     return self.module_call(attribute, node.func, node, args, "call")
                 return self.module_method(receiver, receiver_node, name, node, args, env)
-        if kind == "object":
+        if kind == OBJECT:
             self.escape(args, env)
             return self.program.call_method(receiver, name, node, args)
         if kind in (TENSOR, BATCH):
@@ -437,10 +439,10 @@ class CallEvaluator:
             return self.container_add(receiver, receiver_node, name, node, args, env)
         if kind == TOKENIZER:
             return self.tokenizer_call(name, node, args)
-        if kind == "unknown" and name in api.FRAMEWORK_PLACING_METHODS:
+        if kind == ANY and name in api.FRAMEWORK_PLACING_METHODS:
             self.escape(args, env)
             return Value(source="device-aware")
-        if kind == "unknown" and name in _MODULE_CALL_METHODS:
+        if kind == ANY and name in _MODULE_CALL_METHODS:
             return self.call_value(receiver, receiver_node, node, args, last_identifier(receiver_node), env)
         return UNKNOWN_VALUE
 
@@ -479,11 +481,11 @@ class CallEvaluator:
 
     def call_value(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], name: str, env) -> Value:
         """Calling a value: a model, a loss, or something we do not know."""
-        if callee.kind == MODULE or (callee.kind == "unknown" and callee.device.known):
+        if callee.kind == MODULE or (callee.kind == ANY and callee.device.known):
             return self.module_call(callee, callee_node, node, args, "call")
-        if callee.kind == "unknown" and _LOSS_NAME.search(name):
+        if callee.kind == ANY and _LOSS_NAME.search(name):
             return self.check_operands(node, self.inputs_of(args), f"{name}(...)", arithmetic=False)
-        if callee.kind == "unknown" and _MODEL_NAME.search(name):
+        if callee.kind == ANY and _MODEL_NAME.search(name):
             inputs = [v for _, v in self.inputs_of(args) if placed(v) and not v.device.is_cpu]
             device = inputs[0].device if inputs else UNKNOWN
             return Value(kind=TENSOR, device=device, origin=node)

@@ -17,7 +17,7 @@ from . import torch_api as api
 from .calls import CallEvaluator
 from .env import Env, join_envs
 from .lattice import (
-    BATCH, DEVICE, HOST, LIST, MODULE, SOURCE_LOADER, TENSOR,
+    ANY, BATCH, DEVICE, HOST, LIST, LOADER, MODULE, OBJECT, REF, SOURCE_LOADER, TENSOR,
     TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values,
 )
 from .names import dotted_name, last_identifier, string_value
@@ -31,8 +31,6 @@ _DEVICE_FLAG = re.compile(r"cuda|gpu|accel|mps|device", re.IGNORECASE)
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 _EXPECTS_FAILURE = frozenset({"raises", "assertRaises", "assertRaisesRegex"})
 
-REF = "ref"        # an imported module or object; `cls` holds its qualified name
-OBJECT = "object"  # an instance of a non-module class defined in the file
 
 
 class Scope:
@@ -329,7 +327,7 @@ class Interpreter(CallEvaluator):
                          scalar=False if value.source else None)
         if value.kind == LIST and value.items:
             return value.items[0]
-        if value.source == "device-aware" and value.kind == "unknown":
+        if value.source == "device-aware" and value.kind == ANY:
             return value  # `model, loader = accelerator.prepare(model, loader)`
         if value.kind == TENSOR:  # `values, indices = torch.max(t, 1)`, `a, b = t.chunk(2)`
             return Value(kind=TENSOR, device=value.device, origin=value.origin, source=value.source)
@@ -338,7 +336,7 @@ class Interpreter(CallEvaluator):
     def element_of(self, iterable: Value, node: cst.BaseExpression, origin: cst.CSTNode) -> Value:
         """What one iteration over `iterable` yields."""
         kind = iterable.kind
-        if kind == "loader" or (kind not in (LIST, TUPLE, BATCH, TENSOR, MODULE, HOST, DEVICE, REF)
+        if kind == LOADER or (kind not in (LIST, TUPLE, BATCH, TENSOR, MODULE, HOST, DEVICE, REF)
                                 and not iterable.device.known and api.is_loader_name(last_identifier(node))
                                 and iterable.source != "device-aware"):
             return Value(kind=BATCH, device=api.CPU, origin=origin, source=SOURCE_LOADER)

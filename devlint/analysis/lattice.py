@@ -141,6 +141,8 @@ CLASS = "class"          # a class object we know (its name is in `cls`)
 FUNCTION = "function"    # a function defined in the file (its name in `cls`)
 LIST = "list"            # a python list/dict whose element is `item`
 ANY = "unknown"
+REF = "ref"              # an imported module or object; `cls` holds its qualified name
+OBJECT = "object"        # an instance of a non-module class defined in the file
 
 # Where a tensor came from; rules use it to pick the code and the words.
 SOURCE_FACTORY = "factory"          # made without device= in `forward` or a loop

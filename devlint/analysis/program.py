@@ -18,9 +18,9 @@ import libcst as cst
 from . import torch_api as api
 from .env import Env
 from .facts import FileFacts, UnregisteredState
-from .interpreter import OBJECT, REF, Interpreter, Scope
+from .interpreter import Interpreter, Scope
 from .lattice import (
-    BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, MODULE, SYMBOLIC, TENSOR, TUPLE,
+    ANY, BATCH, CLASS, DEVICE, OBJECT, REF, FUNCTION, HOST, LIST, MODULE, SYMBOLIC, TENSOR, TUPLE,
     UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, symbolic,
 )
 from .names import dotted_name, string_value
@@ -106,7 +106,7 @@ class Program:
         if info is None or info.registers_manually:
             return False
         final = info.attrs.get("self." + fact.attribute)
-        return final is None or final.kind in (LIST, TUPLE, "unknown")
+        return final is None or final.kind in (LIST, TUPLE, ANY)
 
     def self_device(self) -> Device:
         return symbolic("self") if self.accelerator_evidence else UNKNOWN
@@ -149,7 +149,7 @@ class Program:
                     info.stateful = parent.stateful if parent.stateful is not None else info.stateful
                 for name, method in parent.methods.items():
                     info.methods.setdefault(name, method)
-            elif value.kind == REF and value.cls in ("object", "local.object"):
+            elif isinstance(base.value, cst.Name) and base.value.value == "object" and value.kind == ANY:
                 verdicts.append(False)
             else:
                 verdicts.append(None)
@@ -214,7 +214,7 @@ class Program:
     def note_module_attribute(self, interp: Interpreter, target: cst.Attribute, value: Value, env: Env, statement) -> None:
         info = interp.scope.owner
         name = target.attr.value
-        if isinstance(statement, (cst.Assign, cst.AnnAssign)) and isinstance(statement.value, cst.Call) and value.kind in ("unknown", OBJECT):
+        if isinstance(statement, (cst.Assign, cst.AnnAssign)) and isinstance(statement.value, cst.Call) and value.kind in (ANY, OBJECT):
             info.unknown_submodule = True
         if not interp.recording or name in info.reported or name in info.buffers:
             return
