@@ -26,7 +26,7 @@ def _is_late_input(mismatch: DeviceMismatch) -> bool:
 
 def _is_factory_mix(mismatch: DeviceMismatch) -> bool:
     value = mismatch.offender.value
-    return mismatch.context == OPERATION and value.source == SOURCE_FACTORY and not value.explicit_device
+    return value.source == SOURCE_FACTORY and not value.explicit_device
 
 
 class ModelInputDeviceMismatch(Rule):
@@ -69,7 +69,7 @@ out = model(x)
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for mismatch in facts.mismatches:
-            if mismatch.context != MODEL_CALL or _is_late_input(mismatch):
+            if mismatch.context != MODEL_CALL or _is_late_input(mismatch) or _is_factory_mix(mismatch):
                 continue
             yield Finding(mismatch.node, (
                 f"{context.operand(mismatch.anchor)} is on {context.where(mismatch.anchor.value)} but its input "
@@ -124,12 +124,13 @@ scaled = out * torch.tensor(2.0)
 class FactoryMissingDevice(Rule):
     code = "DEV103"
     name = "factory-missing-device"
-    summary = "A tensor created without `device=` is combined with a tensor on a device."
+    summary = "A tensor created without `device=` in `forward` or a loop meets a tensor or module on a device."
     why = """
 `torch.zeros`, `torch.arange`, `torch.ones` and the other factories create on
 the default device, the CPU, unless told otherwise. Inside `forward` or a
-training loop the tensor they make meets activations on the GPU and the
-operation fails there, while every CPU test passes.
+training loop the tensor they make meets activations on the GPU (or is fed to
+a submodule there, like an LSTM's initial state) and fails there, while every
+CPU test passes.
 """
     example = """
 def forward(self, x):
@@ -171,11 +172,16 @@ class Gate(nn.Module):
         for mismatch in facts.mismatches:
             if not _is_factory_mix(mismatch):
                 continue
+            offender, anchor = mismatch.offender, mismatch.anchor
+            if mismatch.context == MODEL_CALL:
+                meets = f"is fed to {context.operand(anchor)} on {context.where(anchor.value)}"
+                hint = "`device=` set to the device of the module's input (e.g. `device=x.device`)"
+            else:
+                meets = f"meets {context.operand(anchor)} on {context.where(anchor.value)} in `{mismatch.operation}`"
+                hint = _device_hint(anchor.node, context)
             yield Finding(mismatch.node, (
-                f"{context.operand(mismatch.offender)} is on {context.where(mismatch.offender.value)} "
-                f"without `device=` but meets {context.operand(mismatch.anchor)} on "
-                f"{context.where(mismatch.anchor.value)} in `{mismatch.operation}`; "
-                f"create it with {_device_hint(mismatch.anchor.node, context)}"))
+                f"{context.operand(offender)} is on {context.where(offender.value)} without `device=` but "
+                f"{meets}; create it with {hint}"))
 
 
 class DiscardedTensorMove(Rule):
