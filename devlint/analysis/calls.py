@@ -450,10 +450,15 @@ class CallEvaluator:
         target = self.move_target(name, node, args, env)
         if target is None:
             return receiver
+        key = dotted_name(receiver_node)
+        if discarded and receiver.kind == ANY and api.is_tensor_name(last_identifier(receiver_node)):
+            # `labels.to(device)` on a parameter named like a tensor: tensors do not move in place.
+            if self.recording:
+                self.program.facts.discarded_moves.append(DiscardedMove(node, Operand(receiver_node, receiver), name))
+            return receiver
         moved = receiver.with_device(target, node)
         if receiver.ident is not None:
             env.replace_identity(receiver.ident, moved)
-        key = dotted_name(receiver_node)
         if key is not None and (receiver.kind == MODULE or discarded):
             env.values[key] = moved
         return moved

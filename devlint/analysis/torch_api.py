@@ -221,6 +221,17 @@ _SETTINGS_NAME = re.compile(
     re.IGNORECASE)
 
 
+#: Names that, in training code, are tensors (never modules or batch objects with an in-place `.to`).
+_TENSOR_NAME = re.compile(
+    r"^(x|y|xb|yb|inputs?|labels?|targets?|images?|imgs?|features|feats|logits|tokens|input_ids|"
+    r"attention_mask|token_type_ids|pixel_values|(batch|train|val|test)_(x|y|inputs|labels|images|targets))$",
+    re.IGNORECASE)
+
+
+def is_tensor_name(identifier: str) -> bool:
+    return bool(_TENSOR_NAME.match(identifier))
+
+
 def is_settings_name(identifier: str) -> bool:
     return bool(_SETTINGS_NAME.match(identifier))
 

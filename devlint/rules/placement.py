@@ -221,9 +221,11 @@ x = torch.randn(3).to(device)
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for move in facts.discarded_moves:
             receiver = context.text_of(move.receiver.node)
+            value = move.receiver.value
+            stays = f"stays on {context.where(value)}" if value.device.known else "stays where it was"
             yield Finding(move.node, (
                 f"the result of `{context.text_of(move.node)}` is discarded: tensors are not moved in place, so "
-                f"`{receiver}` stays on {context.where(move.receiver.value)}; assign it: "
+                f"`{receiver}` {stays}; assign it: "
                 f"`{receiver} = {context.text_of(move.node)}`"))
 
 
