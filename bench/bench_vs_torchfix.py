@@ -19,7 +19,7 @@ same machine, never from absolute seconds and never from timed asserts in tests.
 
 Command lines (CMD is split with shlex):
   * devlint:  CMD + [DIR, "-j", N]
-              default CMD: "devlint check --exit-zero -q", with the
+              default CMD: "devlint check --exit-zero -q --no-cache", with the
               devlint executable taken from next to sys.executable or PATH.
               Exit codes 0 and 1 (findings) count as success, anything else
               (2 = usage/internal error) is reported as a failure.
@@ -41,7 +41,7 @@ Command lines (CMD is split with shlex):
 
 Either CMD may contain the placeholders {dir} and {jobs}; when it contains
 {dir}, nothing is appended and the placeholders are substituted instead, e.g.
-    --devlint "devlint check {dir} --jobs {jobs} --exit-zero -q"
+    --devlint "devlint check {dir} --jobs {jobs} --exit-zero -q --no-cache"
 
 Stdlib only, Python 3.9+.
 """
@@ -66,7 +66,7 @@ except ImportError:  # pragma: no cover - Windows
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-DEVLINT_ARGS = ["check", "--exit-zero", "-q"]
+DEVLINT_ARGS = ["check", "--exit-zero", "-q", "--no-cache"]
 DEVLINT_OK_CODES = (0, 1)  # 1 = findings reported; 2 = error
 TORCHFIX_OK_CODES = (0,)  # TorchFix: 1 = libcst failed on some file(s)
 TORCHFIX_VENV_EXE = Path("/work/benchenv/bin/torchfix")

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-from . import __version__
+from . import __version__, cache
 from .config import ConfigError, find_config, load_settings
 from .discovery import collect_files
 from .engine import check_bytes, raise_recursion_limit
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--stdin-filename", help="the name to report for code read from stdin")
     check.add_argument("-j", "--jobs", type=int, default=0, help="processes to use (default: all cores)")
     check.add_argument("--config", type=Path, help="read settings from this pyproject.toml")
+    check.add_argument("--no-cache", action="store_true", help="analyse every file, ignoring and not writing .devlint_cache")
     check.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
 
     rules = commands.add_parser("rules", help="list all rules")
@@ -106,7 +107,8 @@ def run_check(args: argparse.Namespace) -> int:
         if "-" in paths:
             raise ConfigError("`-` (stdin) cannot be combined with other paths")
         files = collect_files(paths, settings)
-        jobs = [(path, enabled - ignored_for(path, settings)) for path in files]
+        cache_directory = None if args.no_cache else cache.prepare(str(settings.root))
+        jobs = [(path, enabled - ignored_for(path, settings), cache_directory) for path in files]
         processes = args.jobs or default_processes()
         progress = _progress if sys.stderr.isatty() and len(files) >= 200 and not args.quiet else None
         diagnostics = check_files(jobs, processes, progress)

@@ -7,17 +7,19 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
+from . import cache
 from .diagnostics import Diagnostic
 from .engine import check_bytes, raise_recursion_limit
 from .rules import UnreadableFileRule
 
-Job = Tuple[str, FrozenSet[str]]
+#: (path, enabled codes, cache folder or None)
+Job = Tuple[str, FrozenSet[str], Optional[str]]
 #: Below this many files, starting processes costs more than it saves.
 PARALLEL_THRESHOLD = 8
 
 
 def check_file(job: Job) -> List[Diagnostic]:
-    path, enabled = job
+    path, enabled, cache_directory = job
     raise_recursion_limit()
     try:
         with open(path, "rb") as handle:
@@ -28,7 +30,14 @@ def check_file(job: Job) -> List[Diagnostic]:
         rule = UnreadableFileRule
         return [Diagnostic(rule.code, rule.name, rule.severity, f"cannot read: {error.strerror or error}",
                            path, 1, 0, 1, 0)]
-    return check_bytes(data, path, enabled)
+    if cache_directory is None:
+        return check_bytes(data, path, enabled)
+    entry = cache.key(data, path, enabled)
+    diagnostics = cache.load(cache_directory, entry)
+    if diagnostics is None:
+        diagnostics = check_bytes(data, path, enabled)
+        cache.store(cache_directory, entry, diagnostics)
+    return diagnostics
 
 
 def check_files(jobs: Sequence[Job], processes: int, progress: Optional[Callable[[int, int], None]] = None) -> List[Diagnostic]:

@@ -165,3 +165,25 @@ def test_demo_reports_each_placement_bug():
         ("train_demo.py", 47, "DEV102"),
         ("train_demo.py", 55, "DEV106"),
     }
+
+
+def test_results_cache_is_used_and_invalidated(project):
+    first = devlint("buggy.py", "--output-format", "json", cwd=project)
+    entries = list((project / ".devlint_cache").rglob("*.json"))
+    assert len(entries) == 1
+    assert (project / ".devlint_cache" / ".gitignore").read_text() == "*\n"
+    # A stored entry is what a second run reports: prove it by editing the entry.
+    stored = json.loads(entries[0].read_text())
+    stored[0]["message"] = "from the cache"
+    entries[0].write_text(json.dumps(stored))
+    assert json.loads(devlint("buggy.py", "--output-format", "json", cwd=project).stdout)[0]["message"] == "from the cache"
+    assert json.loads(devlint("buggy.py", "--no-cache", "--output-format", "json", cwd=project).stdout) == json.loads(first.stdout)
+    # Changing the file changes the key.
+    (project / "buggy.py").write_text(BUGGY.replace("x.to(device)\n", "x = x.to(device)\n"))
+    after = json.loads(devlint("buggy.py", "--output-format", "json", cwd=project).stdout)
+    assert [d["code"] for d in after] == []
+
+
+def test_no_cache_writes_nothing(project):
+    devlint("buggy.py", "--no-cache", cwd=project)
+    assert not (project / ".devlint_cache").exists()

@@ -1,0 +1,62 @@
+"""Results cached by content: a file whose bytes, path, selected rules and
+devlint version are unchanged is not analysed again.
+
+The cache lives in `.devlint_cache/` beside the configuration (or in the
+current directory). It is an optimisation only: any problem reading or
+writing it is ignored and the file is simply analysed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from typing import FrozenSet, List, Optional
+
+from . import __version__
+from .diagnostics import Diagnostic
+
+CACHE_DIRECTORY = ".devlint_cache"
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# devlint's cache; see https://bford.info/cachedir/\n"
+
+
+def prepare(root: str) -> Optional[str]:
+    """Create the cache folder (tagged, git-ignored); None when that is impossible."""
+    directory = os.path.join(root, CACHE_DIRECTORY, __version__)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        top = os.path.join(root, CACHE_DIRECTORY)
+        for name, content in (("CACHEDIR.TAG", _TAG), (".gitignore", "*\n")):
+            marker = os.path.join(top, name)
+            if not os.path.exists(marker):
+                with open(marker, "w", encoding="utf-8") as handle:
+                    handle.write(content)
+    except OSError:
+        return None
+    return directory
+
+
+def key(data: bytes, path: str, enabled: FrozenSet[str]) -> str:
+    digest = hashlib.sha256()
+    for part in (__version__, path, ",".join(sorted(enabled))):
+        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def load(directory: str, entry: str) -> Optional[List[Diagnostic]]:
+    try:
+        with open(os.path.join(directory, entry + ".json"), encoding="utf-8") as handle:
+            return [Diagnostic(**item) for item in json.load(handle)]
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def store(directory: str, entry: str, diagnostics: List[Diagnostic]) -> None:
+    try:
+        handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump([d.to_json() for d in diagnostics], stream)
+        os.replace(temporary, os.path.join(directory, entry + ".json"))
+    except OSError:
+        pass
