@@ -30,7 +30,6 @@ _BUILTIN_HOST = frozenset({"len", "int", "float", "bool", "str", "isinstance", "
 _INPUT_KEYWORDS = frozenset({"input", "inputs", "x", "input_ids", "pixel_values", "inputs_embeds", "input_values", "input_features", "images", "image", "src", "tgt"})
 #: Recurrent state handed to a model beside its input: it must live on the model's device.
 _STATE_NAME = re.compile(r"^(hidden|hx|h0|c0|h|c|state|states|hidden_state|memory)$", re.IGNORECASE)
-_BUILTIN_PASS = frozenset({"iter", "list", "tuple", "sorted", "reversed"})
 
 
 class Arg(NamedTuple):
@@ -405,7 +404,7 @@ class CallEvaluator:
         if name == "zip":
             items = tuple(self.element_of(a.value, a.node.value, a.node.value) for a in args)
             return Value(kind=LIST, items=(Value(kind=TUPLE, items=items),))
-        if name in _BUILTIN_PASS:
+        if name in api.PASS_THROUGH_ITERATORS:
             return first
         if name == "next":
             return self.element_of(first, first_node, node)

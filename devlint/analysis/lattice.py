@@ -66,10 +66,6 @@ UNKNOWN = Device(UNKNOWN_KIND)
 CPU = Device(CPU_KIND)
 
 
-def accelerator(kind: str, index: Optional[int] = None) -> Device:
-    return Device(kind, index)
-
-
 def symbolic(key: str) -> Device:
     return Device(SYMBOLIC, key=key)
 
@@ -150,7 +146,6 @@ SOURCE_CREATED = "created"          # made elsewhere
 SOURCE_LOADER = "loader"
 SOURCE_TOKENIZER = "tokenizer"
 SOURCE_LOAD = "torch.load"
-SOURCE_ATTRIBUTE = "attribute"
 
 
 @dataclass(frozen=True)

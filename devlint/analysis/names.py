@@ -58,20 +58,3 @@ def integer_value(node: cst.BaseExpression) -> Optional[int]:
         except ValueError:
             return None
     return None
-
-
-def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
-def positional(call: cst.Call, index: int) -> Optional[cst.Arg]:
-    position = 0
-    for arg in call.args:
-        if arg.keyword is None and not arg.star:
-            if position == index:
-                return arg
-            position += 1
-    return None

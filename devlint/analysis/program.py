@@ -145,8 +145,8 @@ class Program:
                 verdicts.append(parent.is_module)
                 inherited.update(parent.attrs)
                 info.buffers |= parent.buffers
-                if parent.stateful or info.stateful is None:
-                    info.stateful = parent.stateful if parent.stateful is not None else info.stateful
+                if parent.stateful is not None and not info.stateful:
+                    info.stateful = parent.stateful
                 for name, method in parent.methods.items():
                     info.methods.setdefault(name, method)
             elif isinstance(base.value, cst.Name) and base.value.value == "object" and value.kind == ANY:

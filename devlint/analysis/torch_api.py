@@ -302,10 +302,6 @@ def is_op(qualname: str) -> bool:
     return False
 
 
-def op_name(qualname: str) -> str:
-    return qualname.rsplit(".", 1)[-1]
-
-
 def is_host_library(qualname: str) -> bool:
     return qualname.startswith(HOST_LIBRARY_ROOTS)
 
