@@ -1,8 +1,8 @@
 """Results cached by content: a file whose bytes, path, selected rules and
 devlint version are unchanged is not analysed again.
 
-The cache lives in `.devlint_cache/` beside the configuration (or in the
-current directory). It is an optimisation only: any problem reading or
+The cache lives in `.devlint_cache/<version>-<fingerprint of devlint's own
+sources>/` beside the configuration (or in the current directory). It is an optimisation only: any problem reading or
 writing it is ignored and the file is simply analysed.
 """
 from __future__ import annotations
@@ -20,9 +20,20 @@ CACHE_DIRECTORY = ".devlint_cache"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# devlint's cache; see https://bford.info/cachedir/\n"
 
 
+def _code_fingerprint() -> str:
+    """devlint's own version and sources: a changed analysis must not reuse old results."""
+    digest = hashlib.sha256(__version__.encode())
+    package = os.path.dirname(os.path.abspath(__file__))
+    for folder, _, names in sorted(os.walk(package)):
+        for name in sorted(n for n in names if n.endswith(".py")):
+            stat = os.stat(os.path.join(folder, name))
+            digest.update(f"{name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
 def prepare(root: str) -> Optional[str]:
     """Create the cache folder (tagged, git-ignored); None when that is impossible."""
-    directory = os.path.join(root, CACHE_DIRECTORY, __version__)
+    directory = os.path.join(root, CACHE_DIRECTORY, f"{__version__}-{_code_fingerprint()}")
     try:
         os.makedirs(directory, exist_ok=True)
         top = os.path.join(root, CACHE_DIRECTORY)
@@ -38,7 +49,7 @@ def prepare(root: str) -> Optional[str]:
 
 def key(data: bytes, path: str, enabled: FrozenSet[str]) -> str:
     digest = hashlib.sha256()
-    for part in (__version__, path, ",".join(sorted(enabled))):
+    for part in (path, ",".join(sorted(enabled))):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     digest.update(data)
     return digest.hexdigest()
