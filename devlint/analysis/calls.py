@@ -223,7 +223,7 @@ class CallEvaluator:
         if device is not None:
             return Value(kind=TENSOR, device=device, origin=node, scalar=False,
                          source=self.factory_source)
-        if qualname in api.IDENTITY_WRAPPERS:
+        if qualname in api.IDENTITY_WRAPPERS or qualname in api.PASS_THROUGH_ITERATORS:
             return args[0].value if args else UNKNOWN_VALUE
         if qualname in api.TORCH_LOAD:
             return self.torch_load(node, args, env)
