@@ -10,8 +10,18 @@ from devlint.rules import ALL_RULES
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-ALL_CODES = frozenset(rule.code for rule in ALL_RULES)
+PROJECTS = FIXTURES / "projects"
+DEFAULT_CODES = frozenset(rule.code for rule in ALL_RULES if rule.default_enabled)
 _EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>DEV\d{3}(?:\s*,\s*DEV\d{3})*)")
+_SELECT = re.compile(r"#\s*fixture-select:\s*(?P<codes>DEV\d{3}(?:\s*,\s*DEV\d{3})*)")
+
+
+def enabled_for(text: str) -> frozenset:
+    """The default rules, plus opt-in rules the fixture expects or names with `# fixture-select:`."""
+    named = {code for _, code in expectations(text)}
+    for match in _SELECT.finditer(text):
+        named.update(code.strip() for code in match.group("codes").split(","))
+    return DEFAULT_CODES | named
 
 
 def expectations(text: str) -> Set[Tuple[int, str]]:
@@ -25,7 +35,10 @@ def expectations(text: str) -> Set[Tuple[int, str]]:
 
 def mismatch_report(text: str, path: str) -> str:
     """Empty when devlint reports exactly the expected (line, code) pairs."""
-    diagnostics = check_text(text, path, ALL_CODES)
+    return compare(text, path, check_text(text, path, enabled_for(text)))
+
+
+def compare(text: str, path: str, diagnostics) -> str:
     actual = {(d.line, d.code) for d in diagnostics}
     expected = expectations(text)
     lines = text.splitlines()
@@ -40,4 +53,11 @@ def mismatch_report(text: str, path: str) -> str:
 
 
 def fixture_files() -> List[Path]:
-    return sorted(p for p in FIXTURES.rglob("*.py") if not p.name.endswith(".fixed.py"))
+    """Single-file fixtures: every program outside `projects/`."""
+    return sorted(p for p in FIXTURES.rglob("*.py")
+                  if not p.name.endswith(".fixed.py") and PROJECTS not in p.parents)
+
+
+def project_folders() -> List[Path]:
+    """Multi-file fixtures: each folder in `projects/` is checked as one project."""
+    return sorted(p for p in PROJECTS.iterdir() if p.is_dir()) if PROJECTS.is_dir() else []

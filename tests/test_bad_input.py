@@ -37,12 +37,12 @@ def test_undecodable_file(tmp_path):
 def test_declared_encoding_is_respected(tmp_path):
     source = "# -*- coding: latin-1 -*-\nimport torch\nname = 'caf\xe9'\nx = torch.randn(3)\nx.cuda()\n"
     found = run_on(tmp_path, "declared.py", source.encode("latin-1"))
-    assert [d["code"] for d in found] == ["DEV104"]
+    assert [d["code"] for d in found] == ["DEV104", "DEV301"]
 
 
 def test_utf8_bom_is_read(tmp_path):
     found = run_on(tmp_path, "bom.py", b"\xef\xbb\xbf" + BUGGY.encode())
-    assert [(d["code"], d["line"]) for d in found] == [("DEV104", 3)]
+    assert [(d["code"], d["line"]) for d in found] == [("DEV104", 3), ("DEV301", 3)]
 
 
 def test_binary_file(tmp_path):

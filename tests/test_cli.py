@@ -164,6 +164,7 @@ def test_demo_reports_each_placement_bug():
         ("train_demo.py", 46, "DEV101"),
         ("train_demo.py", 47, "DEV102"),
         ("train_demo.py", 55, "DEV106"),
+        ("train_demo.py", 32, "DEV404"),
     }
 
 

@@ -12,13 +12,18 @@ from typing import List, NamedTuple, Optional, Tuple
 import libcst as cst
 
 from . import torch_api as api
-from .facts import MODEL_CALL, OPERATION, DeviceMismatch, DiscardedMove, HostConversion, Operand
+from .device_choice import names_rank
+from .facts import (
+    ACCELERATOR_DEFAULT, LOAD_WITHOUT_MAP_LOCATION, MODEL_CALL, OPERATION, UNGUARDED_CUDA_API, ApiMisuse,
+    DeviceIdsMismatch, DeviceMismatch, DiscardedMove, HostConversion, MoveBeforeWrap, Operand, OptimizerBeforeMove,
+    ParallelOnCpu,
+)
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
-    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER, SYMBOLIC, TENSOR, TOKENIZER,
+    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, SYMBOLIC, TENSOR, TOKENIZER,
     TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, symbolic,
 )
-from .names import dotted_name, integer_value, last_identifier
+from .names import dotted_name, integer_value, last_identifier, string_value
 
 #: Unknown callables that are surely models or losses, judged by their name.
 _MODEL_NAME = re.compile(r"(^|_)(model|net|network|encoder|decoder|backbone|classifier|generator|discriminator|policy|critic|actor)s?$", re.IGNORECASE)
@@ -30,6 +35,7 @@ _BUILTIN_HOST = frozenset({"len", "int", "float", "bool", "str", "isinstance", "
 _INPUT_KEYWORDS = frozenset({"input", "inputs", "x", "input_ids", "pixel_values", "inputs_embeds", "input_values", "input_features", "images", "image", "src", "tgt"})
 #: Recurrent state handed to a model beside its input: it must live on the model's device.
 _STATE_NAME = re.compile(r"^(hidden|hx|h0|c0|h|c|state|states|hidden_state|memory)$", re.IGNORECASE)
+_OPTIMIZER_NAME = re.compile(r"(^|_)(optim|optimizer|optimiser|opt)(_\w+)?$", re.IGNORECASE)
 
 
 class Arg(NamedTuple):
@@ -79,7 +85,10 @@ class CallEvaluator:
             # Summaries say what comes back, not what the callee did to a module it was handed.
             self.escape(args, env)
             if callee.kind == CLASS:
-                return self.program.instantiate(callee, node, args, env)
+                instance = self.program.instantiate(callee, node, args, env)
+                if instance.ident is not None:
+                    self.note_created(instance.ident)
+                return instance
             return self.program.call_function(callee, node, args)
         if callee.kind == TOKENIZER:
             return self.tokenizer_call("__call__", node, args)
@@ -99,6 +108,18 @@ class CallEvaluator:
             return False
         self.program.reported.add(key)
         return True
+
+    def first_time(self, kind: str, value: Value, node) -> bool:
+        """Like `report_once`, for the families that report other things about the same value."""
+        key = (kind, id(value.origin) if value.origin is not None else id(node))
+        if not self.recording or key in self.program.hot_reported:
+            return False
+        self.program.hot_reported.add(key)
+        return True
+
+    def record_misuse(self, node, kind: str, api_name: str) -> None:
+        if self.recording:
+            self.program.facts.misuses.append(ApiMisuse(node, kind, api_name))
 
     def record_mismatch(self, node, context, anchor: Operand, offender: Operand, operation: str) -> None:
         if self.report_once(offender.value, offender.node):
@@ -173,23 +194,35 @@ class CallEvaluator:
         """Where `x.<method>(...)` puts x; None when it does not move it."""
         device_kw = next((a for a in args if a.keyword == "device"), None)
         if device_kw is not None:
-            return self.device_argument(device_kw.node.value, device_kw.value, env)
+            return self.placement(device_kw, node, env)
         positional = [a for a in args if a.keyword is None and not a.node.star]
         if method == "cpu":
             return CPU
         if method in ("mps", "xpu"):
             return Device(method)
         if method == "cuda":
-            if positional:
-                target = self.device_argument(positional[0].node.value, positional[0].value, env)
+            if positional and integer_value(positional[0].node.value) is None:
+                target = self.placement(positional[0], node, env)
                 if target is not None and target.known:
                     return target
-            return self.accelerator_literal(Device(CUDA), env)
+            index = integer_value(positional[0].node.value) if positional else None
+            target = self.accelerator_literal(Device(CUDA, index), env)
+            self.note_placement(target, None, node, env, bare_cuda=True)
+            return target
         for arg in positional:  # `.to(device)`, `.to(other)`, `.to(device, dtype)`, `.to(dtype)`
-            target = self.device_argument(arg.node.value, arg.value, env)
+            target = self.placement(arg, node, env)
             if target is not None:
                 return target
         return None
+
+    def placement(self, arg: Arg, use: cst.CSTNode, env) -> Optional[Device]:
+        """The device an argument places something on, noted for the portability rules."""
+        target = self.device_argument(arg.node.value, arg.value, env)
+        if target is not None:
+            if target.kind == SYMBOLIC and names_rank(arg.node.value):
+                self.note_rank_device(arg.node.value)
+            self.note_placement(target, arg.value if arg.value.kind == DEVICE else None, use, env)
+        return target
 
     # --- torch and library functions ----------------------------------------------
 
@@ -198,16 +231,30 @@ class CallEvaluator:
         if self.exits(qualname):
             env.dead = True
             return Value(kind=HOST)
+        self.note_cuda_call(qualname, node)
         if qualname in api.AVAILABILITY_CHECKS:
-            env.guarded = True
             return Value(kind=HOST, source="availability")
         if qualname in api.SELECTED_DEVICE_CALLS:
-            env.guarded = True
             return Value(kind=DEVICE, device=Device(SELECTED), origin=node)
         if qualname in api.DEVICE_CONSTRUCTORS:
             return self.make_device(node, args, env)
         if qualname in api.SET_DEFAULT_DEVICE:
-            env.default_device = self.first_device(args, env)
+            env.default_device = self.placement(args[0], node, env) or UNKNOWN if args else UNKNOWN
+            return Value(kind=HOST)
+        if qualname in api.CUDA_ONLY_APIS:
+            if qualname in api.SET_DEVICE:
+                self.program.facts.distributed.rank_pinned = True
+            if not env.guarded:
+                self.record_misuse(node, UNGUARDED_CUDA_API, qualname)
+            return Value(kind=HOST)
+        if qualname in api.PROCESS_GROUP_INIT:
+            self.note_process_group(node, args)
+            return Value(kind=HOST)
+        if qualname in api.ENVIRONMENT_SETTERS and args:
+            first = args[0].node.value
+            keys = [e.key for e in first.elements if isinstance(e, cst.DictElement)] if isinstance(first, cst.Dict) else [first]
+            for key in keys:
+                self.note_environment_write(key, node)
             return Value(kind=HOST)
         if qualname in api.SET_DEFAULT_TENSOR_TYPE:
             first = args[0].value if args else UNKNOWN_VALUE
@@ -228,6 +275,8 @@ class CallEvaluator:
         if qualname in api.TORCH_LOAD:
             return self.torch_load(node, args, env)
         if qualname in api.DATA_LOADERS:
+            self.program.loader_options[id(node)] = (self.literal_option(args, "pin_memory"),
+                                                      self.literal_option(args, "num_workers"))
             return Value(kind=LOADER, origin=node)
         if qualname in api.PARAMETER_CLASSES:
             inner = args[0].value if args else UNKNOWN_VALUE
@@ -237,9 +286,10 @@ class CallEvaluator:
         if api.is_nn_module_class(qualname):
             return self.nn_module(name, node, args, env)
         if qualname.startswith(api.OPTIMIZER_PREFIX) and name[:1].isupper():
-            return Value(kind=OPTIMIZER, origin=node)
+            return self.optimizer(name, node, args, env)
         if api.is_model_factory(qualname):
-            return Value(kind=MODULE, device=self.construction_device(args, env), origin=node, ident=id(node),
+            self.note_created(id(node))
+            return Value(kind=MODULE, device=self.construction_device(args, env, node), origin=node, ident=id(node),
                          cls=name, stateful=True)
         hf_kind = api.hugging_face_kind(qualname)
         if hf_kind == "tokenizer" or (hf_kind is None and api.is_hugging_face_tokenizer_class(qualname)):
@@ -247,6 +297,7 @@ class CallEvaluator:
         if hf_kind == "model":
             return self.pretrained_model(node, args, env)
         if api.is_host_library(qualname):
+            self.note_preprocessing(qualname, args, node)
             for arg in args:
                 self.check_host_conversion(arg.node.value, arg.value, node, qualname)
             return Value(kind=HOST)
@@ -301,13 +352,14 @@ class CallEvaluator:
         if device.known and len(positional) > 1:
             index = integer_value(positional[1].node.value)
             device = replace(device, index=index)
+            self.note_rank_device(positional[1].node.value)
         return Value(kind=DEVICE, device=device, origin=node)
 
     def factory(self, name: str, node: cst.Call, args: List[Arg], env, default: Device) -> Value:
         device_kw = next((a for a in args if a.keyword == "device"), None)
         device = default
         if device_kw is not None:
-            device = self.device_argument(device_kw.node.value, device_kw.value, env) or UNKNOWN
+            device = self.placement(device_kw, node, env) or UNKNOWN
         scalar: Optional[bool] = False
         if name in api.SCALAR_FACTORIES:
             data = args[0].node.value if args else None
@@ -328,27 +380,83 @@ class CallEvaluator:
             positional = [a for a in args if a.keyword is None]
             location = positional[1] if len(positional) > 1 else None
         device = UNKNOWN  # without map_location tensors return to the device they were saved from
-        if location is not None:
+        if location is None:
+            self.record_misuse(node, LOAD_WITHOUT_MAP_LOCATION, "torch.load")
+        else:
             device = self.device_argument(location.node.value, location.value, env) or UNKNOWN
         return Value(kind=BATCH, device=device, origin=node, source=SOURCE_LOAD)
 
     def wrap_parallel(self, qualname: str, node: cst.Call, args: List[Arg]) -> Value:
         inner = args[0].value if args else UNKNOWN_VALUE
+        module = Operand(args[0].node.value, inner) if args else None
+        ids = next((a for a in args if a.keyword == "device_ids"), None)
+        if ids is None:
+            positional = [a for a in args if a.keyword is None]
+            ids = positional[1] if len(positional) > 1 else None
+        has_ids = ids is not None and dotted_name(ids.node.value) != "None"
+        facts = self.program.facts
         if qualname in api.DATA_PARALLEL:
-            scatters = True
+            wrapper = "DataParallel"
+            if inner.kind == MODULE and inner.device.is_accelerator and _is_move(inner.origin) and self.recording:
+                facts.moves_before_wrap.append(MoveBeforeWrap(node, inner.origin))
         else:
-            ids = next((a for a in args if a.keyword == "device_ids"), None)
-            if ids is None:
-                positional = [a for a in args if a.keyword is None]
-                ids = positional[1] if len(positional) > 1 else None
-            scatters = ids is not None and not (isinstance(ids.node.value, cst.Name) and ids.node.value.value == "None")
+            wrapper = "DistributedDataParallel" if has_ids else ""
+            facts.distributed.setup = facts.distributed.setup or node
+            facts.distributed.requires_accelerator |= has_ids
+            if has_ids and inner.kind == MODULE and inner.device.is_cpu and module and self.first_time("parallel", inner, node):
+                facts.parallel_on_cpu.append(ParallelOnCpu(node, module, "DistributedDataParallel"))
+        first_id = _first_literal_id(ids.node.value) if has_ids else None
+        if (first_id is not None and module and inner.device.kind == CUDA and inner.device.index is not None
+                and inner.device.index != first_id and self.recording):
+            facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, first_id))
         return Value(kind=MODULE, device=inner.device, origin=inner.origin or node, ident=inner.ident,
-                     cls=inner.cls, stateful=True, scatters=scatters)
+                     cls=inner.cls, stateful=True, scatters=wrapper)
+
+    def note_process_group(self, node: cst.Call, args: List[Arg]) -> None:
+        evidence = self.program.facts.distributed
+        evidence.setup = evidence.setup or node
+        backend = next((a for a in args if a.keyword == "backend"), None)
+        if backend is None and args and args[0].keyword is None:
+            backend = args[0]
+        if backend is not None and (string_value(backend.node.value) or "").startswith("nccl"):
+            evidence.requires_accelerator = True
+
+    def optimizer(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
+        """An optimizer remembers the module whose parameters it holds, and where it was then."""
+        owner = _parameters_owner(args[0].node.value) if args and args[0].keyword is None else None
+        module = self.eval(owner, env) if owner is not None else UNKNOWN_VALUE
+        if module.kind != MODULE or module.ident is None:
+            return Value(kind=OPTIMIZER, origin=node, cls=name)
+        eager = name in api.EAGER_STATE_OPTIMIZERS and module.device.is_cpu
+        return Value(kind=OPTIMIZER, origin=node, cls=name, ident=module.ident, device=module.device,
+                     state_at=node if eager else None)
+
+    def note_optimizers_before_move(self, receiver: Value, target: Device, node: cst.Call, env) -> None:
+        """A module moves to an accelerator: optimizers built on it while it was on the CPU."""
+        if receiver.ident is None or not target.is_accelerator:
+            return
+        for value in list(env.values.values()):
+            if value.kind == OPTIMIZER and value.ident == receiver.ident and value.device.is_cpu:
+                if self.first_time("optimizer", value, node):
+                    self.program.facts.optimizers_before_move.append(OptimizerBeforeMove(
+                        value.state_at or value.origin, value.cls or "optimizer", node, value.state_at is not None))
+
+    def literal_option(self, args: List[Arg], keyword: str) -> Optional[bool]:
+        arg = next((a for a in args if a.keyword == keyword), None)
+        if arg is None:
+            return None if any(a.node.star == "**" for a in args) else False
+        expr = arg.node.value
+        literal = integer_value(expr)
+        if literal is not None:
+            return api.loader_option(literal)
+        name = dotted_name(expr)
+        return api.loader_option(name == "True") if name in ("True", "False") else None
 
     def nn_module(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
         keywords = frozenset(a.keyword for a in args if a.keyword)
         stateful = api.nn_class_is_stateful(name, keywords)
-        device = self.construction_device(args, env)
+        device = self.construction_device(args, env, node)
+        self.note_created(id(node))
         if stateful is None:  # containers: stateful when a child is, and where their children are
             children = []
             for arg in args:
@@ -368,16 +476,17 @@ class CallEvaluator:
                     device = device if child.device == device else UNKNOWN
         return Value(kind=MODULE, device=device, origin=node, ident=id(node), cls=name, stateful=stateful)
 
-    def construction_device(self, args: List[Arg], env) -> Device:
+    def construction_device(self, args: List[Arg], env, node) -> Device:
         """`nn.Linear(4, 4, device=d)`, `create_model(name, device=d)`: built on d."""
         device_kw = next((a for a in args if a.keyword == "device"), None)
         if device_kw is None:
             return env.default_device
-        return self.device_argument(device_kw.node.value, device_kw.value, env) or UNKNOWN
+        return self.placement(device_kw, node, env) or UNKNOWN
 
     def pretrained_model(self, node: cst.Call, args: List[Arg], env) -> Value:
         device_map = next((a for a in args if a.keyword == "device_map"), None)
-        device = self.construction_device(args, env)
+        self.note_created(id(node))
+        device = self.construction_device(args, env, node)
         if device_map is not None:
             device = device_map.value.device if device_map.value.kind == DEVICE else UNKNOWN
         return Value(kind=MODULE, device=device, origin=node, ident=id(node), stateful=True, cls="pretrained model")
@@ -395,6 +504,9 @@ class CallEvaluator:
         if name in ("exit", "quit"):
             env.dead = True
             return Value(kind=HOST)
+        if name in api.SYNC_BUILTINS:
+            for arg in args if name == "print" else args[:1]:
+                self.note_sync(arg.node.value, arg.value, node, f"{name}()")
         if name in _BUILTIN_HOST:
             return Value(kind=HOST)
         if name == "range":
@@ -438,12 +550,35 @@ class CallEvaluator:
             return self.container_add(receiver, receiver_node, name, node, args, env)
         if kind == TOKENIZER:
             return self.tokenizer_call(name, node, args)
+        if kind == OPTIMIZER or (kind == ANY and name == "step" and _OPTIMIZER_NAME.search(last_identifier(receiver_node))):
+            return self.optimizer_method(receiver, receiver_node, name, node, env)
+        if kind == ANY and name == "backward":  # `accelerator.backward(loss)`
+            self.note_step(trains=True)
+            return Value(kind=HOST)
+        if kind == ANY and name == "add_argument":
+            self.note_argument_default(args)
+            return UNKNOWN_VALUE
         if kind == ANY and name in api.FRAMEWORK_PLACING_METHODS:
             self.escape(args, env)
             return Value(source="device-aware")
         if kind == ANY and name in _MODULE_CALL_METHODS:
             return self.call_value(receiver, receiver_node, node, args, last_identifier(receiver_node), env)
         return UNKNOWN_VALUE
+
+    def optimizer_method(self, receiver: Value, receiver_node, name: str, node: cst.Call, env) -> Value:
+        if name == "step":
+            self.note_step(trains=True)
+        elif name == "load_state_dict" and receiver.kind == OPTIMIZER and receiver.device.is_cpu:
+            key = dotted_name(receiver_node)
+            if key is not None:  # the loaded state lands where the parameters are now: the CPU
+                env.values[key] = replace(receiver, state_at=node)
+        return UNKNOWN_VALUE
+
+    def note_argument_default(self, args: List[Arg]) -> None:
+        """`parser.add_argument("--device", default="cuda")`: every run without the flag needs a GPU."""
+        default = next((a for a in args if a.keyword == "default"), None)
+        if default is not None and default.value.kind == DEVICE and default.value.device.kind == "unguarded":
+            self.record_misuse(default.node.value, ACCELERATOR_DEFAULT, "argparse default")
 
     def move_in_place(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:
         target = self.move_target(name, node, args, env)
@@ -456,6 +591,9 @@ class CallEvaluator:
                 self.program.facts.discarded_moves.append(DiscardedMove(node, Operand(receiver_node, receiver), name))
             return receiver
         moved = receiver.with_device(target, node)
+        if receiver.kind == MODULE:
+            self.note_optimizers_before_move(receiver, target, node, env)
+            self.note_module_move(receiver_node, receiver, node, target)
         if receiver.ident is not None:
             env.replace_identity(receiver.ident, moved)
         if key is not None and (receiver.kind == MODULE or discarded):
@@ -490,6 +628,7 @@ class CallEvaluator:
         if callee.kind == ANY and _LOSS_NAME.search(name):
             return self.check_operands(node, self.inputs_of(args), f"{name}(...)", arithmetic=False)
         if callee.kind == ANY and _MODEL_NAME.search(name):
+            self.note_step(trains=False)
             inputs = [v for _, v in self.inputs_of(args) if placed(v) and not v.device.is_cpu]
             device = inputs[0].device if inputs else UNKNOWN
             return Value(kind=TENSOR, device=device, origin=node)
@@ -520,6 +659,10 @@ class CallEvaluator:
 
     def module_call(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], operation: str) -> Value:
         inputs = self.inputs_of(args)
+        if callee.stateful is not False:
+            self.note_step(trains=False)
+        if callee.scatters == "DataParallel" and callee.device.is_cpu and self.first_time("parallel", callee, node):
+            self.program.facts.parallel_on_cpu.append(ParallelOnCpu(node, Operand(callee_node, callee), "DataParallel"))
         if callee.stateful is False:  # a loss or activation module: its inputs meet each other
             label = dotted_name(callee_node) if isinstance(callee_node, (cst.Name, cst.Attribute)) else None
             return self.check_operands(node, inputs, f"{label}(...)" if label else operation, arithmetic=False)
@@ -539,14 +682,20 @@ class CallEvaluator:
     def tensor_method(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:
         if name in api.MOVE_METHODS and name != "to_empty":
             target = self.move_target(name, node, args, env)
+            if name == "cpu":
+                self.note_sync(receiver_node, receiver, node, ".cpu()")
             if discarded and self.recording and receiver.kind == TENSOR and target is not None:
                 self.program.facts.discarded_moves.append(DiscardedMove(node, Operand(receiver_node, receiver), name))
             if target is None:
                 return receiver
+            self.note_tensor_move(receiver_node, receiver, node, target, args)
             return Value(kind=receiver.kind, device=target, origin=node, scalar=receiver.scalar)
+        if name in api.SYNC_METHODS:
+            self.note_sync(receiver_node, receiver, node, f".{name}()")
         if name in api.TO_NUMPY_METHODS:
             self.check_host_conversion(receiver_node, receiver, node, f".{name}()")
-            return Value(kind=HOST)
+            return Value(kind=HOST, source=SOURCE_LOADER if receiver.source == SOURCE_LOADER else "",
+                         origin=receiver.origin)
         if name in api.HOST_RESULT_METHODS:
             return Value(kind=HOST)
         if name in api.NEW_METHODS:
@@ -567,7 +716,10 @@ class CallEvaluator:
             return Value(kind=BATCH, device=receiver.device, origin=receiver.origin, source=receiver.source)
         if name in api.REDUCTIONS or name in api.SPLITTING_METHODS:
             return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source, scalar=None)
-        if name in ("backward", "zero_", "register_hook"):
+        if name == "backward":
+            self.note_step(trains=True)
+            return Value(kind=HOST)
+        if name in ("zero_", "register_hook"):
             return Value(kind=HOST)
         return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source,
                      scalar=receiver.scalar, parameter=False)
@@ -579,6 +731,7 @@ class CallEvaluator:
             target = self.move_target(name, node, args, env)
             if target is None:
                 return receiver
+            self.note_tensor_move(receiver_node, receiver, node, target, args)
             moved = Value(kind=BATCH, device=target, origin=node, in_place_move=receiver.in_place_move)
             key = dotted_name(receiver_node)
             if (receiver.in_place_move or discarded) and key is not None:
@@ -624,3 +777,26 @@ class CallEvaluator:
         if name in _TOKENIZER_BATCH_METHODS:
             return Value(kind=BATCH, device=CPU, origin=node, source=SOURCE_TOKENIZER, in_place_move=True)
         return UNKNOWN_VALUE
+
+
+def _is_move(node) -> bool:
+    """Did the module get its device from `.cuda()`/`.to()` (rather than being built there)?"""
+    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in api.MOVE_METHODS)
+
+
+def _first_literal_id(expr: cst.BaseExpression) -> Optional[int]:
+    if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
+        return integer_value(expr.elements[0].value)
+    return None
+
+
+def _parameters_owner(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`model.parameters()`, `filter(f, model.parameters())` -> `model`."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "filter" and len(expr.args) == 2:
+        expr = expr.args[1].value
+    if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in ("parameters", "named_parameters")
+            and isinstance(expr.func.value, (cst.Name, cst.Attribute))):
+        return expr.func.value
+    return None

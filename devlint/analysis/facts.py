@@ -8,7 +8,7 @@ they never look at the tree themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List
+from typing import List, Optional
 
 import libcst as cst
 
@@ -58,12 +58,128 @@ class UnregisteredState:
     container_origin: cst.CSTNode = None  # where a plain list/dict was created
 
 
+# --- parallel (DEV2xx) --------------------------------------------------------
+
+@dataclass(frozen=True)
+class ParallelOnCpu:
+    node: cst.CSTNode       # the wrapper call, or the DDP construction
+    module: Operand
+    wrapper: str            # "DataParallel", "DistributedDataParallel"
+
+
+@dataclass(frozen=True)
+class DeviceIdsMismatch:
+    node: cst.CSTNode       # the DataParallel/DDP construction
+    module: Operand
+    first_id: int
+
+
+@dataclass(frozen=True)
+class OptimizerBeforeMove:
+    node: cst.CSTNode       # the optimizer construction or `load_state_dict` call
+    optimizer: str          # the optimizer's class, for messages
+    move: cst.CSTNode       # where the model moves afterwards
+    state: bool             # state exists on the CPU (loaded, or an eager-state optimizer)
+
+
+@dataclass(frozen=True)
+class VisibleDevicesTooLate:
+    node: cst.CSTNode       # the assignment to CUDA_VISIBLE_DEVICES
+    initialised: cst.CSTNode  # the first CUDA call before it
+
+
+@dataclass(frozen=True)
+class MoveBeforeWrap:
+    node: cst.CSTNode       # the DataParallel(...) call
+    move: cst.CSTNode       # the earlier `.cuda()`/`.to()`
+
+
+@dataclass
+class DistributedEvidence:
+    """File-wide evidence for DEV205: does every rank pick its own GPU?"""
+    setup: Optional[cst.CSTNode] = None         # DDP construction or init_process_group
+    requires_accelerator: bool = False          # NCCL, or DDP with device_ids
+    rank_pinned: bool = False                   # set_device(...) or a per-rank device index
+    shared_placements: List[cst.CSTNode] = field(default_factory=list)  # placements on "cuda" with no index
+
+
+# --- portability (DEV3xx) -------------------------------------------------------
+
+@dataclass(frozen=True)
+class UnguardedAccelerator:
+    root: cst.CSTNode       # where the accelerator was asked for: the string, torch.device(...), `.cuda()`
+    use: cst.CSTNode        # the placement that needs it
+    chosen_device: str = ""  # a device the code chose elsewhere (DEV305), or ""
+    bare_cuda: bool = False  # the root is a `.cuda()` call
+
+
+@dataclass(frozen=True)
+class ApiMisuse:
+    """A single call or reference that is wrong by itself (DEV302, DEV303, DEV304, DEV306)."""
+    node: cst.CSTNode
+    kind: str               # one of the constants below
+    api: str                # the API, for messages
+
+
+AVAILABILITY_NOT_CALLED = "availability-not-called"
+ACCELERATOR_DEFAULT = "accelerator-default"
+LOAD_WITHOUT_MAP_LOCATION = "load-without-map-location"
+UNGUARDED_CUDA_API = "unguarded-cuda-api"
+
+
+# --- hot path (DEV4xx) ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HostSync:
+    node: cst.CSTNode       # the call, test or f-string that waits for the accelerator
+    tensor: Operand
+    how: str                # ".item()", "float()", "if", ...
+
+
+@dataclass(frozen=True)
+class HotPathWaste:
+    """Per-step work that belongs outside the step (DEV402, DEV403, DEV406)."""
+    node: cst.CSTNode
+    kind: str
+    subject: Operand
+    detail: str = ""
+
+
+CREATED_THEN_MOVED = "created-then-moved"
+HOST_PREPROCESSING = "host-preprocessing"
+MODEL_MOVED_IN_LOOP = "model-moved-in-loop"
+
+
+@dataclass(frozen=True)
+class LoaderFeed:
+    """A DataLoader whose batches are moved to an accelerator."""
+    loader: cst.CSTNode     # the DataLoader(...) construction
+    move: cst.CSTNode       # the `.to()` that moves a batch
+    pinned: Optional[bool]  # pin_memory: True/False, None when not literal
+    workers: Optional[bool]  # num_workers > 0: True/False, None when not literal
+    non_blocking: bool
+
+
 @dataclass
 class FileFacts:
     mismatches: List[DeviceMismatch] = field(default_factory=list)
     discarded_moves: List[DiscardedMove] = field(default_factory=list)
     host_conversions: List[HostConversion] = field(default_factory=list)
     unregistered_state: List[UnregisteredState] = field(default_factory=list)
+    parallel_on_cpu: List["ParallelOnCpu"] = field(default_factory=list)
+    device_ids_mismatches: List["DeviceIdsMismatch"] = field(default_factory=list)
+    optimizers_before_move: List["OptimizerBeforeMove"] = field(default_factory=list)
+    visible_devices_late: List["VisibleDevicesTooLate"] = field(default_factory=list)
+    moves_before_wrap: List["MoveBeforeWrap"] = field(default_factory=list)
+    distributed: "DistributedEvidence" = field(default_factory=lambda: DistributedEvidence())
+    unguarded: List["UnguardedAccelerator"] = field(default_factory=list)
+    misuses: List["ApiMisuse"] = field(default_factory=list)
+    host_syncs: List["HostSync"] = field(default_factory=list)
+    waste: List["HotPathWaste"] = field(default_factory=list)
+    loader_feeds: List["LoaderFeed"] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.mismatches or self.discarded_moves or self.host_conversions or self.unregistered_state)
+        return any(bool(getattr(self, name)) for name in _FACT_LISTS) or bool(self.distributed.shared_placements)
+
+
+_FACT_LISTS = tuple(name for name in FileFacts.__dataclass_fields__ if name != "distributed")

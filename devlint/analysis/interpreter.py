@@ -15,11 +15,15 @@ import libcst as cst
 
 from . import torch_api as api
 from .calls import CallEvaluator
+from .device_choice import DeviceChoiceTracker, environment_key
 from .env import Env, join_envs
+from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
+from .hot_path import HotPathTracker
 from .lattice import (
     ANY, BATCH, DEVICE, HOST, LIST, LOADER, MODULE, OBJECT, REF, SOURCE_LOADER, TENSOR,
     TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values,
 )
+from .hot_path import is_interval_test
 from .names import dotted_name, last_identifier, string_value
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,23 +40,30 @@ _EXPECTS_FAILURE = frozenset({"raises", "assertRaises", "assertRaisesRegex"})
 class Scope:
     """Where the interpreter runs: module level, a function, or a method."""
 
-    def __init__(self, owner: Optional["ClassInfo"] = None, method: str = "", outer: Sequence[Env] = ()) -> None:
+    def __init__(self, owner: Optional["ClassInfo"] = None, method: str = "", outer: Sequence[Env] = (),
+                 parameters: frozenset = frozenset()) -> None:
         self.owner = owner
         self.method = method
         self.outer = list(outer)
+        self.parameters = parameters
 
     @property
     def in_module_init(self) -> bool:
         return self.owner is not None and bool(self.owner.is_module) and self.method == "__init__"
 
 
-class Interpreter(CallEvaluator):
+class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
     def __init__(self, program: "Program", scope: Scope) -> None:
         self.program = program
         self.scope = scope
         self.silent = 0
         self.loop_depth = 0
         self.returns: List[Value] = []
+        self.frames = []
+        self.interval_depth = 0          # inside `if step % N == 0:` and the like
+        self.cuda_initialised = None     # the first statement that started CUDA
+        self.chosen_device = ""          # a device variable this scope placed things on
+        self.parameter_names = scope.parameters
 
     # --- facts ------------------------------------------------------------
 
@@ -156,7 +167,8 @@ class Interpreter(CallEvaluator):
         elif isinstance(node, cst.ImportFrom):
             self.exec_import_from(node, env)
         elif isinstance(node, cst.Assert):
-            self.eval(node.test, env)
+            if self.eval(node.test, env).source == "availability":
+                env.guarded = True  # `assert torch.cuda.is_available()`
         elif isinstance(node, cst.Del):
             pass
 
@@ -174,12 +186,18 @@ class Interpreter(CallEvaluator):
 
     def exec_if(self, node: cst.If, env: Env) -> Env:
         test = self.eval(node.test, env)
+        self.note_sync(node.test, test, node.test, "if")
         split = self.is_device_choice(node.test, test)
         then_env = env.copy()
         else_env = env.copy()
         if split:
             then_env.guarded = else_env.guarded = True
-        then_env = self.exec_suite(node.body, then_env)
+        interval = 1 if is_interval_test(node.test) else 0
+        self.interval_depth += interval
+        try:
+            then_env = self.exec_suite(node.body, then_env)
+        finally:
+            self.interval_depth -= interval
         if isinstance(node.orelse, cst.If):
             else_env = self.exec_if(node.orelse, else_env)
         elif isinstance(node.orelse, cst.Else):
@@ -197,14 +215,17 @@ class Interpreter(CallEvaluator):
             return True
         return False
 
-    def exec_loop_body(self, env: Env, run_once) -> Env:
+    def exec_loop_body(self, env: Env, run_once, target: Optional[cst.BaseExpression] = None,
+                       over_loader: bool = False) -> Env:
         """Iterate `run_once(env) -> env` to a fixpoint, then once more recording facts."""
         head = env.copy()
         self.loop_depth += 1
+        self.push_frame(target, over_loader)
         try:
             return self._fixpoint(head, run_once)
         finally:
             self.loop_depth -= 1
+            self.frames.pop()
 
     def _fixpoint(self, head: Env, run_once) -> Env:
         self.silent += 1
@@ -232,14 +253,16 @@ class Interpreter(CallEvaluator):
             state.dead = False  # `break`/`continue`/`return` paths rejoin the head
             return state
 
-        result = self.exec_loop_body(env, run_once)
+        over_loader = SOURCE_LOADER in (element.source, *(item.source for item in element.items))
+        result = self.exec_loop_body(env, run_once, node.target, over_loader)
         if node.orelse is not None:
             result = self.exec_suite(node.orelse.body, result)
         return result
 
     def exec_while(self, node: cst.While, env: Env) -> Env:
         def run_once(state: Env) -> Env:
-            self.eval(node.test, state)
+            test = self.eval(node.test, state)
+            self.note_sync(node.test, test, node.test, "while")
             state = self.exec_suite(node.body, state)
             state.dead = False
             return state
@@ -314,6 +337,7 @@ class Interpreter(CallEvaluator):
                 else:
                     self.assign(element.value, self.unpack(value, index, len(elements), element.value), env, statement)
         elif isinstance(target, cst.Subscript):
+            self.note_environment_write(environment_key(target), statement)
             self.program.note_container_store(self, target, value, env)
         elif isinstance(target, cst.StarredElement):
             self.assign(target.value, UNKNOWN_VALUE, env, statement)
@@ -323,6 +347,7 @@ class Interpreter(CallEvaluator):
             return value.items[index]
         if value.kind == BATCH:
             # Each unpacked tensor is its own root cause: it gets its own origin.
+            self.program.same_batch(value.origin, target)
             return Value(kind=TENSOR, device=value.device, origin=target, source=value.source,
                          scalar=False if value.source else None)
         if value.kind == LIST and value.items:
@@ -339,6 +364,8 @@ class Interpreter(CallEvaluator):
         if kind == LOADER or (kind not in (LIST, TUPLE, BATCH, TENSOR, MODULE, HOST, DEVICE, REF)
                                 and not iterable.device.known and api.is_loader_name(last_identifier(node))
                                 and iterable.source != "device-aware"):
+            if kind == LOADER and iterable.origin is not None:
+                self.program.batch_loaders[id(origin)] = iterable.origin
             return Value(kind=BATCH, device=api.CPU, origin=origin, source=SOURCE_LOADER)
         if kind == LIST:
             return iterable.items[0] if iterable.items else UNKNOWN_VALUE
@@ -346,6 +373,8 @@ class Interpreter(CallEvaluator):
             return join_all(iterable.items)
         if kind in (BATCH, TENSOR):
             return Value(kind=TENSOR, device=iterable.device, origin=iterable.origin, source=iterable.source)
+        if kind == HOST and iterable.source == SOURCE_LOADER:  # rows of a batch turned into numpy
+            return iterable
         if kind == MODULE:  # iterating a ModuleList/Sequential yields its submodules
             return Value(kind=MODULE, device=iterable.device, origin=iterable.origin, stateful=None)
         return UNKNOWN_VALUE
@@ -383,7 +412,13 @@ class Interpreter(CallEvaluator):
             if value is not None:
                 return value
         base = self.eval(node.value, env)
-        return self.attribute_of(base, node.attr.value, node, env)
+        value = self.attribute_of(base, node.attr.value, node, env)
+        if value.kind == REF and value.cls in api.AVAILABILITY_CHECKS:
+            # `if torch.cuda.is_available:` is always true: the function, not its answer
+            if self.recording:
+                self.program.facts.misuses.append(ApiMisuse(node, AVAILABILITY_NOT_CALLED, value.cls))
+            return Value(kind=HOST, source="availability")
+        return value
 
     def attribute_of(self, base: Value, attr: str, node: cst.CSTNode, env: Env) -> Value:
         kind = base.kind
@@ -402,7 +437,7 @@ class Interpreter(CallEvaluator):
             if attr in ("weight", "bias"):
                 return Value(kind=TENSOR, device=base.device, origin=base.origin, parameter=True)
             if attr == "module":  # DataParallel(model).module
-                return replace(base, scatters=False)
+                return replace(base, scatters="")
             return self.program.class_attribute(base, attr)
         if kind == OBJECT:
             return self.program.class_attribute(base, attr)
@@ -417,9 +452,14 @@ class Interpreter(CallEvaluator):
         return self.string_value(string_value(node), node, env)
 
     def eval_FormattedString(self, node: cst.FormattedString, env: Env) -> Value:
-        self.eval_children(node, env)
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                value = self.eval(part.expression, env)
+                self.note_sync(part.expression, value, part, "f-string")
         head = node.parts[0] if node.parts else None
         if isinstance(head, cst.FormattedStringText) and head.value.startswith(("cuda:", "cuda")):
+            if head.value.startswith("cuda:") and len(node.parts) > 1:
+                self.note_rank_device(node.parts[1].expression)  # f"cuda:{local_rank}"
             return Value(kind=DEVICE, device=self.accelerator_literal(api.parse_device_string("cuda"), env), origin=node)
         return Value(kind=HOST)
 
@@ -522,8 +562,13 @@ class Interpreter(CallEvaluator):
 
     def binary(self, node, left_node, left: Value, right_node, right: Value, operator: str, env: Env) -> Value:
         if left.kind not in (TENSOR, BATCH) and right.kind not in (TENSOR, BATCH):
+            if operator == "+" and (string_value(left_node) or "").startswith("cuda:"):  # "cuda:" + str(gpu)
+                return Value(kind=DEVICE, device=self.accelerator_literal(api.parse_device_string("cuda"), env), origin=node)
             if left.kind == HOST and right.kind == HOST:
-                return Value(kind=HOST, source=left.source or right.source)
+                return Value(kind=HOST, source=left.source or right.source, origin=left.origin or right.origin)
+            loader_data = next((v for v in (left, right) if v.kind == HOST and v.source == SOURCE_LOADER), None)
+            if loader_data is not None:
+                return loader_data  # numpy arithmetic on a batch is still that batch's data
             return UNKNOWN_VALUE
         return self.check_operands(node, [(left_node, left), (right_node, right)], operator,
                                    arithmetic=operator != "@")

@@ -157,12 +157,13 @@ class Value:
     ident: Optional[int] = None            # object identity for in-place module moves
     cls: str = ""                          # class or function name
     stateful: Optional[bool] = None        # module has parameters/buffers
-    scatters: bool = False                 # DataParallel/DDP(device_ids): moves inputs itself
+    scatters: str = ""                     # the wrapper (DataParallel, DDP with device_ids) that moves inputs itself
     scalar: Optional[bool] = None          # 0-dim tensor (mixes with accelerator tensors)
     parameter: bool = False                # nn.Parameter: registers itself on a module
     explicit_device: bool = False          # factory was given device=
     items: Tuple["Value", ...] = field(default=())  # TUPLE items, or (element,) for LIST
     in_place_move: bool = False            # `.to()` mutates (BatchEncoding)
+    state_at: Optional[cst.CSTNode] = None  # optimizers: where CPU state was created or loaded
 
     def with_device(self, device: Device, origin: Optional[cst.CSTNode] = None, **changes) -> "Value":
         return replace(self, device=device, origin=origin if origin is not None else self.origin, **changes)
@@ -196,12 +197,13 @@ def join_values(a: Value, b: Value, availability_split: bool = False) -> Value:
         ident=a.ident if a.ident == b.ident else None,
         cls=a.cls if a.cls == b.cls else "",
         stateful=a.stateful if a.stateful == b.stateful else None,
-        scatters=a.scatters and b.scatters,
+        scatters=a.scatters if a.scatters == b.scatters else "",
         scalar=a.scalar if a.scalar == b.scalar else None,
         parameter=a.parameter and b.parameter,
         explicit_device=a.explicit_device and b.explicit_device,
         items=items,
         in_place_move=a.in_place_move and b.in_place_move,
+        state_at=a.state_at or b.state_at,  # state loaded on some path is there on that path
     )
 
 

@@ -17,7 +17,7 @@ import libcst as cst
 
 from . import torch_api as api
 from .env import Env
-from .facts import FileFacts, UnregisteredState
+from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnregisteredState
 from .interpreter import Interpreter, Scope
 from .lattice import (
     ANY, BATCH, CLASS, DEVICE, OBJECT, REF, FUNCTION, HOST, LIST, MODULE, SYMBOLIC, TENSOR, TUPLE,
@@ -83,6 +83,11 @@ class Program:
         self.class_order: List[ClassInfo] = []
         #: (class, attribute) pairs that a method moves by hand (`self.pe.to(x.device)`)
         self.moved_by_hand: Set[tuple] = set()
+        #: batch origin -> the DataLoader(...) it came from; loader -> (pin_memory, workers)
+        self.batch_loaders: Dict[int, cst.CSTNode] = {}
+        self.loader_options: Dict[int, tuple] = {}
+        #: (kind, origin) pairs already reported by the hot-path and parallel rules
+        self.hot_reported: Set[tuple] = set()
 
     # --- driver -------------------------------------------------------------
 
@@ -108,6 +113,12 @@ class Program:
         final = info.attrs.get("self." + fact.attribute)
         return final is None or final.kind in (LIST, TUPLE, ANY)
 
+    def same_batch(self, origin: Optional[cst.CSTNode], part: cst.CSTNode) -> None:
+        """`x, y = batch`: the parts come from the batch's loader."""
+        loader = self.batch_loaders.get(id(origin)) if origin is not None else None
+        if loader is not None:
+            self.batch_loaders[id(part)] = loader
+
     def self_device(self) -> Device:
         return symbolic("self") if self.accelerator_evidence else UNKNOWN
 
@@ -118,10 +129,28 @@ class Program:
         return Value(kind=FUNCTION, cls=node.name.value, origin=node)
 
     def declare_class(self, node: cst.ClassDef, scope: Scope, env: Env) -> Value:
+        if node.name.value.endswith(api.CONFIG_CLASS_SUFFIXES):
+            self._note_config_defaults(node)
         info = ClassInfo(node, [env] + scope.outer)
         self.classes[info.name] = info
         self.class_order.append(info)
         return Value(kind=CLASS, cls=info.name, origin=node)
+
+    def _note_config_defaults(self, node: cst.ClassDef) -> None:
+        """`device: str = "cuda"` in a config class: every run that keeps the default needs a GPU."""
+        for statement in node.body.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.AnnAssign) and small.value is not None:
+                    target, value = small.target, small.value
+                elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    target, value = small.targets[0].target, small.value
+                else:
+                    continue
+                device = api.parse_device_string(string_value(value) or "")
+                if isinstance(target, cst.Name) and api.is_device_name(target.value) and device is not None and device.kind == api.CUDA:
+                    self.facts.misuses.append(ApiMisuse(value, ACCELERATOR_DEFAULT, "config default"))
 
     # --- classes ----------------------------------------------------------------
 
@@ -273,15 +302,22 @@ class Program:
             return info.final_env
         info.running = True
         owner = info.owner
-        scope = Scope(owner, info.name, info.outer)
+        scope = Scope(owner, info.name, info.outer, frozenset(p.name.value for p in info.parameters()))
         interp = Interpreter(self, scope)
-        env = Env(default_device=self.module_env.default_device)
+        env = Env(default_device=self.module_env.default_device, guarded=self._accelerator_only(info))
         self._bind_parameters(info, env, seed)
         env = interp.exec_block(info.node.body.body, env)
         info.result = join_all(interp.returns) if interp.returns else Value(kind=HOST)  # no return: None
         info.final_env = env
         info.running = False
         return env
+
+    def _accelerator_only(self, info: FunctionInfo) -> bool:
+        """A test skipped without a GPU, a `*_cuda` helper: it runs only where CUDA is."""
+        texts = [info.name] + [self.module.code_for_node(d.decorator) for d in info.node.decorators]
+        if info.owner is not None:
+            texts += [info.owner.name] + [self.module.code_for_node(d.decorator) for d in info.owner.node.decorators]
+        return any(api.is_accelerator_only_marker(text) for text in texts)
 
     def _bind_parameters(self, info: FunctionInfo, env: Env, seed: Optional[Dict[str, Value]]) -> None:
         params = info.parameters()

@@ -324,3 +324,52 @@ def hugging_face_kind(qualname: str) -> Optional[str]:
 
 def is_hugging_face_tokenizer_class(qualname: str) -> bool:
     return qualname.startswith(HF_ROOTS) and any(word in qualname.rsplit(".", 1)[-1] for word in HF_TOKENIZER_WORDS)
+
+
+# --- parallel, portability and hot-path families ---------------------------------
+
+#: Functions that raise on a machine without CUDA (lazy CUDA initialisation fails).
+CUDA_ONLY_APIS = frozenset("torch.cuda." + name for name in (
+    "synchronize", "set_device", "current_device", "get_device_name", "get_device_properties",
+    "get_device_capability", "mem_get_info", "reset_peak_memory_stats", "Stream", "Event",
+    "set_per_process_memory_fraction", "current_stream", "default_stream", "stream",
+    "get_arch_list", "ipc_collect", "reset_max_memory_allocated",
+))
+#: Any call under this namespace initialises CUDA (and fixes CUDA_VISIBLE_DEVICES).
+CUDA_NAMESPACE = "torch.cuda."
+#: torch.cuda functions that never initialise CUDA.
+CUDA_LAZY_SAFE = frozenset("torch.cuda." + name for name in (
+    "manual_seed", "manual_seed_all", "seed", "seed_all", "empty_cache", "is_initialized",
+))
+VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+ENVIRONMENT_SETTERS = frozenset({"os.environ.setdefault", "os.environ.update", "os.putenv"})
+PROCESS_GROUP_INIT = frozenset({"torch.distributed.init_process_group"})
+SET_DEVICE = frozenset({"torch.cuda.set_device"})
+#: Optimizers that create their state on construction (Adagrad's `state_sum`).
+EAGER_STATE_OPTIMIZERS = frozenset({"Adagrad"})
+#: Host libraries that do per-sample preprocessing (DEV403).
+PREPROCESSING_ROOTS = ("numpy.", "PIL.", "cv2.", "skimage.", "scipy.ndimage.", "imageio.")
+#: Tensor methods that wait for the accelerator and copy to the host.
+SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+#: Builtins that read a tensor's value on the host.
+SYNC_BUILTINS = frozenset({"float", "int", "bool", "print"})
+#: Class-name suffixes of configuration objects whose `device` field is a default.
+CONFIG_CLASS_SUFFIXES = ("Config", "Args", "Arguments", "Options", "Settings", "Params", "Hparams")
+#: Decorators and test markers that run a function only where an accelerator exists.
+_ACCELERATOR_ONLY = re.compile(r"cuda|gpu|accelerat|nccl|multi_?device|distributed", re.IGNORECASE)
+
+
+def is_accelerator_only_marker(text: str) -> bool:
+    """`@pytest.mark.skipif(not torch.cuda.is_available(), ...)`, `@require_torch_gpu`, ..."""
+    return bool(_ACCELERATOR_ONLY.search(text))
+
+
+def loader_option(keyword_value: Optional[object]) -> Optional[bool]:
+    """A literal `pin_memory=`/`num_workers=` value as a yes/no; None when not literal."""
+    if keyword_value is None:
+        return False
+    if isinstance(keyword_value, bool):
+        return keyword_value
+    if isinstance(keyword_value, int):
+        return keyword_value > 0
+    return None

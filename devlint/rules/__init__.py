@@ -5,9 +5,12 @@ from typing import Dict, Tuple, Type
 
 from .base import ERROR, INFO, WARNING, Finding, Rule
 from .engine_rules import ENGINE_RULES, AnalysisLimitRule, SyntaxErrorRule, UnreadableFileRule
+from .hot_path import HOT_PATH_RULES
+from .parallel import PARALLEL_RULES
 from .placement import PLACEMENT_RULES
+from .portability import PORTABILITY_RULES
 
-ALL_RULES: Tuple[Type[Rule], ...] = ENGINE_RULES + PLACEMENT_RULES
+ALL_RULES: Tuple[Type[Rule], ...] = ENGINE_RULES + PLACEMENT_RULES + PARALLEL_RULES + PORTABILITY_RULES + HOT_PATH_RULES
 RULES_BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 RULES_BY_NAME: Dict[str, Type[Rule]] = {rule.name: rule for rule in ALL_RULES}
 

@@ -1,0 +1,88 @@
+"""Which accelerator a placement asks for, and whether anything made it optional.
+
+Mixed into `Interpreter`.  Every placement (a move, a factory's `device=`, a
+module built on a device) reports here with the device it resolved to; this
+module records the evidence the parallel and portability rules read: the
+root of an accelerator asked for with no fallback, placements on plain
+``"cuda"`` in distributed code, and the first point where CUDA is initialised.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from . import torch_api as api
+from .facts import UnguardedAccelerator, VisibleDevicesTooLate
+from .lattice import ANY, CUDA, DEVICE, SELECTED, SYMBOLIC, UNGUARDED, Device, Value
+from .names import dotted_name, integer_value, string_value
+
+_RANK_WORDS = ("rank", "gpu", "local", "device_id", "dev_id")
+
+
+class DeviceChoiceTracker:
+    """Evidence about device choices, per interpreted scope."""
+
+    cuda_initialised: Optional[cst.CSTNode]
+    chosen_device: str
+
+    def note_placement(self, device: Device, device_value: Optional[Value], use: cst.CSTNode, env,
+                       bare_cuda: bool = False) -> None:
+        """Something is placed on `device`; `device_value` is the value that named it, if any."""
+        if device.kind == SYMBOLIC or device.kind == SELECTED:
+            self.chosen_device = self.chosen_device or (device.key or "device")
+        if not device.is_accelerator:
+            return
+        if self.cuda_initialised is None and device.kind in (CUDA, UNGUARDED, SELECTED):
+            self.cuda_initialised = use
+        if not self.recording:
+            return
+        evidence = self.program.facts.distributed
+        root = device_value.origin if device_value is not None and device_value.origin is not None else use
+        if device.kind in (CUDA, UNGUARDED, SELECTED) and device.index is None:
+            evidence.shared_placements.append(root)
+        if device.kind == UNGUARDED and not env.guarded:
+            chosen = self.chosen_device_in_scope(env) if bare_cuda else ""
+            self.program.facts.unguarded.append(UnguardedAccelerator(root, use, chosen, bare_cuda))
+
+    def note_rank_device(self, index_expr: cst.BaseExpression) -> None:
+        """`.cuda(local_rank)`, `torch.device("cuda", rank)`: each rank picks its own GPU."""
+        if integer_value(index_expr) is None:
+            self.program.facts.distributed.rank_pinned = True
+
+    def chosen_device_in_scope(self, env) -> str:
+        """A device the code chose (SELECTED, a parameter, `args.device`) that a `.cuda()` ignores."""
+        if self.chosen_device:
+            return self.chosen_device
+        for values in [env.values] + [outer.values for outer in self.scope.outer]:
+            for key, value in values.items():
+                if value.kind == DEVICE and value.device.kind in (SELECTED, SYMBOLIC):
+                    return key
+                if value.kind == ANY and not value.device.known and api.is_device_name(key) and "." not in key:
+                    if key in self.parameter_names:
+                        return key
+        return ""
+
+    def note_cuda_call(self, qualname: str, node: cst.CSTNode) -> None:
+        if self.cuda_initialised is None and qualname.startswith(api.CUDA_NAMESPACE) and qualname not in api.CUDA_LAZY_SAFE:
+            self.cuda_initialised = node
+
+    def note_environment_write(self, key_node: Optional[cst.BaseExpression], node: cst.CSTNode) -> None:
+        """`os.environ["CUDA_VISIBLE_DEVICES"] = ...` after CUDA has started reads nothing."""
+        if key_node is None or string_value(key_node) != api.VISIBLE_DEVICES:
+            return
+        if self.cuda_initialised is not None and self.recording:
+            self.program.facts.visible_devices_late.append(VisibleDevicesTooLate(node, self.cuda_initialised))
+
+
+def environment_key(target: cst.Subscript) -> Optional[cst.BaseExpression]:
+    """The key of `os.environ[KEY]`, or None for any other subscript."""
+    if dotted_name(target.value) != "os.environ" or len(target.slice) != 1:
+        return None
+    index = target.slice[0].slice
+    return index.value if isinstance(index, cst.Index) else None
+
+
+def names_rank(expr: cst.BaseExpression) -> bool:
+    name = (dotted_name(expr) or "").rsplit(".", 1)[-1].lower()
+    return any(word in name for word in _RANK_WORDS)

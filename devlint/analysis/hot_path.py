@@ -1,0 +1,136 @@
+"""Where the hot path is, and the per-step waste recorded there (DEV4xx).
+
+A loop *steps* a model when its body calls a module, and *trains* one when
+it calls `.backward()` or `optimizer.step()`.  The flags are set during the
+silent fixpoint iterations, so the recording pass already knows what kind of
+loop it is in.  Only the innermost loop that does the stepping gets the flag:
+the epoch loop around a batch loop runs its own body once per epoch.
+"""
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Set
+
+import libcst as cst
+
+from . import torch_api as api
+from .facts import CREATED_THEN_MOVED, HOST_PREPROCESSING, MODEL_MOVED_IN_LOOP, HostSync, HotPathWaste, LoaderFeed, Operand
+from .lattice import HOST, SOURCE_FACTORY, SOURCE_LOADER, SYMBOLIC, TENSOR, BATCH, Value
+from .names import dotted_name, last_identifier
+
+#: A branch on these runs only now and then: a logging or checkpoint interval.
+_INTERVAL_WORDS = re.compile(r"log|print|verbose|display|report|interval|every|freq|debug|eval|save|checkpoint|writer", re.IGNORECASE)
+
+
+class LoopFrame:
+    __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader")
+
+    def __init__(self, targets: Set[str], over_loader: bool) -> None:
+        self.steps = False        # calls a model, backward() or optimizer.step()
+        self.encloses_steps = False  # this loop or one nested in it steps a model
+        self.trains = False       # calls backward() or optimizer.step()
+        self.targets = targets    # names bound by the loop header
+        self.created: Set[int] = set()  # modules constructed in the body
+        self.over_loader = over_loader
+
+
+def on_accelerator(value: Value) -> bool:
+    return value.kind in (TENSOR, BATCH) and (value.device.is_accelerator or value.device.kind == SYMBOLIC)
+
+
+def is_interval_test(test: cst.BaseExpression) -> bool:
+    """`if step % 100 == 0`, `if i % args.log_every == 0`, `if should_log:`."""
+    stack: List[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            return True
+        if isinstance(node, cst.Name) and _INTERVAL_WORDS.search(node.value):
+            return True
+        if isinstance(node, cst.Attribute) and _INTERVAL_WORDS.search(node.attr.value):
+            return True
+        stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
+    return False
+
+
+def _names_in(target: cst.BaseExpression) -> Set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names: Set[str] = set()
+        for element in target.elements:
+            names |= _names_in(element.value)
+        return names
+    return set()
+
+
+class HotPathTracker:
+    """Mixed into `Interpreter`: loop frames and the DEV4xx facts."""
+
+    frames: List[LoopFrame]
+    interval_depth: int
+
+    def push_frame(self, target: Optional[cst.BaseExpression], over_loader: bool) -> LoopFrame:
+        frame = LoopFrame(_names_in(target) if target is not None else set(), over_loader)
+        self.frames.append(frame)
+        return frame
+
+    def note_step(self, trains: bool) -> None:
+        if self.frames:
+            frame = self.frames[-1]
+            frame.steps = True
+            frame.trains = frame.trains or trains
+            for outer in self.frames:
+                outer.encloses_steps = True
+
+    def note_created(self, ident: int) -> None:
+        for frame in self.frames:
+            frame.created.add(ident)
+
+    @property
+    def in_training_step(self) -> bool:
+        return self.interval_depth == 0 and any(frame.trains for frame in self.frames)
+
+    @property
+    def in_stepping_code(self) -> bool:
+        return self.scope.method == "forward" or any(frame.steps for frame in self.frames)
+
+    # --- facts ------------------------------------------------------------------
+
+    def note_sync(self, expr: cst.CSTNode, value: Value, node: cst.CSTNode, how: str) -> None:
+        if on_accelerator(value) and self.in_training_step and self.first_time("sync", value, node):
+            self.program.facts.host_syncs.append(HostSync(node, Operand(expr, value), how))
+
+    def note_tensor_move(self, receiver_node, receiver: Value, node: cst.Call, target, args) -> None:
+        """A tensor or batch moved to `target`: created on the host first? fed by a loader?"""
+        if not (target.is_accelerator or target.kind == SYMBOLIC):
+            return
+        if (receiver.source == SOURCE_FACTORY and not receiver.explicit_device and self.in_stepping_code
+                and last_identifier(receiver.origin) in api.FACTORIES and self.first_time("created", receiver, node)):
+            self.program.facts.waste.append(HotPathWaste(node, CREATED_THEN_MOVED, Operand(receiver_node, receiver)))
+        loader = self.program.batch_loaders.get(id(receiver.origin)) if receiver.origin is not None else None
+        if loader is not None and self.recording and self.frames:
+            pinned, workers = self.program.loader_options[id(loader)]
+            non_blocking = any(a.keyword == "non_blocking" and dotted_name(a.node.value) == "True" for a in args)
+            self.program.facts.loader_feeds.append(LoaderFeed(loader, node, pinned, workers, non_blocking))
+
+    def note_preprocessing(self, qualname: str, args, node: cst.Call) -> None:
+        if not qualname.startswith(api.PREPROCESSING_ROOTS) or not any(f.steps and f.over_loader for f in self.frames):
+            return
+        for arg in args:
+            value = arg.value
+            if value.source == SOURCE_LOADER and (value.kind == HOST or value.device.is_cpu):
+                if self.first_time("preprocess", value, node):
+                    self.program.facts.waste.append(
+                        HotPathWaste(node, HOST_PREPROCESSING, Operand(arg.node.value, value), qualname))
+                return
+
+    def note_module_move(self, receiver_node, receiver: Value, node: cst.Call, target) -> None:
+        frame = next((f for f in reversed(self.frames) if f.encloses_steps), None)
+        if frame is None or not self.recording or not target.known or target.is_cpu:
+            return
+        root = (dotted_name(receiver_node) or "").split(".", 1)[0]
+        if root in frame.targets or (receiver.ident is not None and receiver.ident in frame.created):
+            return  # a different model each iteration
+        if self.first_time("module-move", receiver, node):
+            self.program.facts.waste.append(HotPathWaste(node, MODEL_MOVED_IN_LOOP, Operand(receiver_node, receiver)))

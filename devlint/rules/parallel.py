@@ -1,0 +1,327 @@
+"""DEV2xx: DataParallel, DistributedDataParallel and optimizer ordering."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..analysis.facts import FileFacts
+from .base import ERROR, INFO, WARNING, Finding, Rule
+from .context import RuleContext
+
+
+class DataParallelOnCpu(Rule):
+    code = "DEV201"
+    name = "data-parallel-on-cpu"
+    severity = ERROR
+    summary = "A DataParallel/DistributedDataParallel module runs while its parameters are still on the CPU."
+    why = """
+`nn.DataParallel` replicates the module from `device_ids[0]` and checks that every
+parameter is there before each forward pass; `DistributedDataParallel` with
+`device_ids` checks it when it is built. A wrapped model that never reached the GPU
+runs on a laptop (no GPUs: no replication) and fails on the first forward on a GPU
+machine with "module must have its parameters and buffers on device cuda:0".
+"""
+    example = """
+model = nn.DataParallel(Net())
+for x, y in loader:
+    out = model(x)            # the module is still on the CPU
+"""
+    use_instead = """
+model = nn.DataParallel(Net()).to(device)
+for x, y in loader:
+    out = model(x)
+"""
+    invalid = ("""
+import torch
+from torch import nn
+model = nn.DataParallel(nn.Linear(4, 2))
+x = torch.randn(8, 4)
+out = model(x)  # expect: DEV201
+""",)
+    valid = ("""
+import torch
+from torch import nn
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.DataParallel(nn.Linear(4, 2))
+model.to(device)
+out = model(torch.randn(8, 4))
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for fact in facts.parallel_on_cpu:
+            yield Finding(fact.node, (
+                f"{fact.wrapper} runs {context.operand(fact.module)} while its parameters are on "
+                f"{context.where(fact.module.value)}; move the module to the GPU first"))
+
+
+class DeviceIdsMismatch(Rule):
+    code = "DEV202"
+    name = "device-ids-mismatch"
+    severity = ERROR
+    summary = "The wrapped module sits on a GPU other than `device_ids[0]`."
+    why = """
+DataParallel and DistributedDataParallel expect the module on `device_ids[0]`
+(DataParallel gathers outputs there too). A module moved to `cuda:1` and wrapped
+with `device_ids=[0, 1]` fails on the first forward pass.
+"""
+    example = """
+model = Net().cuda(1)
+model = nn.DataParallel(model, device_ids=[0, 1])
+"""
+    use_instead = """
+model = Net().cuda(0)
+model = nn.DataParallel(model, device_ids=[0, 1])
+"""
+    invalid = ("""
+import torch
+from torch import nn
+if torch.cuda.is_available():
+    model = nn.Linear(4, 2).to("cuda:1")
+    model = nn.DataParallel(model, device_ids=[0, 1])  # expect: DEV202
+""",)
+    valid = ("""
+import torch
+from torch import nn
+if torch.cuda.is_available():
+    model = nn.Linear(4, 2).to("cuda:0")
+    model = nn.DataParallel(model, device_ids=[0, 1])
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for fact in facts.device_ids_mismatches:
+            yield Finding(fact.node, (
+                f"{context.operand(fact.module)} is on {context.where(fact.module.value)} but device_ids[0] is "
+                f"{fact.first_id}; the module must sit on device_ids[0]"))
+
+
+class OptimizerBeforeMove(Rule):
+    code = "DEV203"
+    name = "optimizer-before-move"
+    severity = WARNING
+    summary = "The optimizer is built while the model is on the CPU, and the model moves afterwards."
+    why = """
+`Module.to()` keeps parameter identity, so an optimizer built before the move
+usually still works, but only by luck: any optimizer state that exists before the
+move (eager-state optimizers, a restored checkpoint, parameters replaced by
+`torch.__future__` conversion settings) stays on the CPU and crashes `step()`.
+PyTorch's documentation asks for the move first: "If you need to move a model to
+GPU via .cuda(), please do so before constructing optimizers for it."
+"""
+    example = """
+model = Net()
+optimizer = torch.optim.Adam(model.parameters())
+model.to(device)
+"""
+    use_instead = """
+model = Net().to(device)
+optimizer = torch.optim.Adam(model.parameters())
+"""
+    invalid = ("""
+import torch
+from torch import nn
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)  # expect: DEV203
+model.to(device)
+""",)
+    valid = ("""
+import torch
+from torch import nn
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(4, 2).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for fact in facts.optimizers_before_move:
+            if not fact.state:
+                yield Finding(fact.node, (
+                    f"{fact.optimizer} is built while the model is on the CPU; the model moves on line "
+                    f"{context.line_of(fact.move)}: build the optimizer after the move"))
+
+
+class OptimizerStateBeforeMove(Rule):
+    code = "DEV204"
+    name = "optimizer-state-before-move"
+    severity = ERROR
+    summary = "Optimizer state is created or loaded on the CPU before the model moves to the accelerator."
+    why = """
+`optimizer.load_state_dict()` puts each state tensor on the device of its parameter
+*at load time*, and Adagrad creates its state when it is built. When the model moves
+afterwards, the parameters go to the GPU and the state stays on the CPU: the first
+`optimizer.step()` fails with "Expected all tensors to be on the same device".
+"""
+    example = """
+model = Net()
+optimizer = torch.optim.Adam(model.parameters())
+optimizer.load_state_dict(checkpoint["optimizer"])
+model.to(device)
+"""
+    use_instead = """
+model = Net().to(device)
+optimizer = torch.optim.Adam(model.parameters())
+optimizer.load_state_dict(checkpoint["optimizer"])
+"""
+    invalid = ("""
+import torch
+from torch import nn
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(4, 2)
+optimizer = torch.optim.Adagrad(model.parameters())  # expect: DEV204
+model.to(device)
+""",)
+    valid = ("""
+import torch
+from torch import nn
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(4, 2).to(device)
+optimizer = torch.optim.Adagrad(model.parameters())
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for fact in facts.optimizers_before_move:
+            if fact.state:
+                yield Finding(fact.node, (
+                    f"{fact.optimizer} state is created on the CPU here, before the model moves on line "
+                    f"{context.line_of(fact.move)}: step() will mix CPU state with GPU parameters"))
+
+
+class DistributedRanksShareGpu(Rule):
+    code = "DEV205"
+    name = "ddp-ranks-share-gpu"
+    severity = ERROR
+    summary = "Distributed code places work on plain `cuda` and never picks a GPU per rank."
+    why = """
+Every process of a distributed job sees all GPUs, and plain `"cuda"` / `.cuda()`
+means the *current* device, which is GPU 0 unless the process calls
+`torch.cuda.set_device(local_rank)`. All ranks then pile onto GPU 0: out of memory,
+or NCCL fails with "Duplicate GPU detected".
+"""
+    example = """
+dist.init_process_group("nccl")
+model = Net().cuda()
+model = DDP(model, device_ids=[local_rank])
+"""
+    use_instead = """
+dist.init_process_group("nccl")
+torch.cuda.set_device(local_rank)
+model = Net().cuda(local_rank)
+model = DDP(model, device_ids=[local_rank])
+"""
+    invalid = ("""
+import torch
+import torch.distributed as dist
+from torch import nn
+dist.init_process_group("nccl")
+model = nn.Linear(4, 2).cuda()  # expect: DEV205
+model = nn.parallel.DistributedDataParallel(model)
+""",)
+    valid = ("""
+import os
+import torch
+import torch.distributed as dist
+from torch import nn
+dist.init_process_group("nccl")
+local_rank = int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(local_rank)
+model = nn.Linear(4, 2).cuda()
+model = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        evidence = facts.distributed
+        if evidence.setup is None or evidence.rank_pinned or not evidence.shared_placements:
+            return
+        first = min(evidence.shared_placements, key=context.line_of)
+        yield Finding(first, (
+            f"distributed code (line {context.line_of(evidence.setup)}) places work on the current GPU with no "
+            "per-rank index and never calls torch.cuda.set_device(local_rank): every rank lands on GPU 0"))
+
+
+class VisibleDevicesAfterInit(Rule):
+    code = "DEV206"
+    name = "visible-devices-after-init"
+    severity = WARNING
+    summary = "`CUDA_VISIBLE_DEVICES` is set after CUDA was initialised; the process ignores it."
+    why = """
+The CUDA driver reads `CUDA_VISIBLE_DEVICES` once, when it initialises. Any
+`torch.cuda` call (including `is_available()` and `device_count()`) or a tensor put on
+the GPU initialises it; setting the variable afterwards changes nothing for this
+process, so the job runs on the wrong GPUs.
+"""
+    example = """
+n = torch.cuda.device_count()
+os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+"""
+    use_instead = """
+os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+n = torch.cuda.device_count()
+"""
+    invalid = ("""
+import os
+import torch
+if torch.cuda.is_available():
+    print(torch.cuda.device_count())
+os.environ["CUDA_VISIBLE_DEVICES"] = "1"  # expect: DEV206
+""",)
+    valid = ("""
+import os
+import torch
+os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+if torch.cuda.is_available():
+    print(torch.cuda.device_count())
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for fact in facts.visible_devices_late:
+            yield Finding(fact.node, (
+                f"CUDA_VISIBLE_DEVICES is set after CUDA was initialised on line {context.line_of(fact.initialised)}; "
+                "this process will not see the change: set it before the first CUDA call"))
+
+
+class MoveBeforeDataParallel(Rule):
+    code = "DEV207"
+    name = "move-before-data-parallel"
+    severity = INFO
+    default_enabled = False
+    summary = "The model is moved before the DataParallel wrap (convention: wrap, then move)."
+    why = """
+PyTorch accepts both orders: `DataParallel` only needs the module on `device_ids[0]`
+by the time it runs. This is a house-style rule for code bases that follow the
+canonical order of their seeds and examples, `model = nn.DataParallel(model).to(device)`,
+which keeps the placement in one place (the wrapper) and makes it obvious that the
+wrapper, not the inner module, is what moves. Off by default.
+"""
+    example = """
+model = Net().to(device)
+model = nn.DataParallel(model)
+"""
+    use_instead = """
+model = nn.DataParallel(Net())
+model.to(device)
+"""
+    invalid = ("""
+import torch
+from torch import nn
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(4, 2).to(device)
+model = nn.DataParallel(model)  # expect: DEV207
+""",)
+    valid = ("""
+import torch
+from torch import nn
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.DataParallel(nn.Linear(4, 2))
+model.to(device)
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for fact in facts.moves_before_wrap:
+            yield Finding(fact.node, (
+                f"the module is moved on line {context.line_of(fact.move)} before this DataParallel wrap; "
+                "house style is to wrap, then move the wrapper"))
+
+
+PARALLEL_RULES = (
+    DataParallelOnCpu, DeviceIdsMismatch, OptimizerBeforeMove, OptimizerStateBeforeMove,
+    DistributedRanksShareGpu, VisibleDevicesAfterInit, MoveBeforeDataParallel,
+)
