@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 import tempfile
-from typing import FrozenSet, List, Optional
+from typing import FrozenSet, List, Optional, Tuple
 
 from . import __version__
 from .diagnostics import Diagnostic
@@ -47,27 +47,30 @@ def prepare(root: str) -> Optional[str]:
     return directory
 
 
-def key(data: bytes, path: str, enabled: FrozenSet[str]) -> str:
+def key(data: bytes, path: str, enabled: FrozenSet[str], project: str = "") -> str:
+    """The entry for a file's content, path and rules, and (phase 2) what its imports resolve to."""
     digest = hashlib.sha256()
-    for part in (path, ",".join(sorted(enabled))):
+    for part in (path, ",".join(sorted(enabled)), project):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     digest.update(data)
     return digest.hexdigest()
 
 
-def load(directory: str, entry: str) -> Optional[List[Diagnostic]]:
+def load(directory: str, entry: str) -> Optional[Tuple[List[Diagnostic], Optional[dict]]]:
+    """Diagnostics and the project summary of a cached file, or None."""
     try:
         with open(os.path.join(directory, entry + ".json"), encoding="utf-8") as handle:
-            return [Diagnostic(**item) for item in json.load(handle)]
-    except (OSError, ValueError, TypeError):
+            stored = json.load(handle)
+        return [Diagnostic(**item) for item in stored["diagnostics"]], stored["summary"]
+    except (OSError, ValueError, TypeError, KeyError):
         return None
 
 
-def store(directory: str, entry: str, diagnostics: List[Diagnostic]) -> None:
+def store(directory: str, entry: str, diagnostics: List[Diagnostic], summary: Optional[dict]) -> None:
     try:
         handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump([d.to_json() for d in diagnostics], stream)
+            json.dump({"diagnostics": [d.to_json() for d in diagnostics], "summary": summary}, stream)
         os.replace(temporary, os.path.join(directory, entry + ".json"))
     except OSError:
         pass

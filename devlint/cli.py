@@ -101,7 +101,7 @@ def run_check(args: argparse.Namespace) -> int:
         name = args.stdin_filename or "-"
         codes = enabled - ignored_for(name, settings)
         raise_recursion_limit()
-        diagnostics = check_bytes(sys.stdin.buffer.read(), name, codes)
+        diagnostics, _ = check_bytes(sys.stdin.buffer.read(), name, codes)
         files_checked = 1
     else:
         if "-" in paths:

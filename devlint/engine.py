@@ -17,7 +17,8 @@ from typing import FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from . import noqa
-from .analysis.program import Program
+from .analysis.program import Program, ProjectPlace
+from .analysis.project import Exports, summarise, summarise_imports
 from .diagnostics import Diagnostic
 from .rules import ALL_RULES, AnalysisLimitRule, Rule, SyntaxErrorRule, UnreadableFileRule
 from .rules.context import RuleContext
@@ -28,41 +29,63 @@ _LIBCST_POSITION = re.compile(r"error at (\d+):(\d+): ")
 RECURSION_LIMIT = 12000
 
 
-def check_bytes(data: bytes, path: str, enabled: FrozenSet[str]) -> List[Diagnostic]:
-    """All diagnostics for one file's content, already filtered by `enabled` and `# noqa`."""
+def check_bytes(data: bytes, path: str, enabled: FrozenSet[str],
+                place: Optional[ProjectPlace] = None) -> Tuple[List[Diagnostic], Optional[Exports]]:
+    """All diagnostics for one file's content (filtered by `enabled` and `# noqa`), and its
+    summary for the project index when `place` puts it in a project."""
     text, problem = decode(data)
     if text is None:
         line, message = problem
-        return _engine(UnreadableFileRule, path, line, 0, message, enabled)
-    return check_text(text, path, enabled)
+        return _engine(UnreadableFileRule, path, line, 0, message, enabled), None
+    return analyse_text(text, path, enabled, place)
 
 
 def check_text(text: str, path: str, enabled: FrozenSet[str]) -> List[Diagnostic]:
+    """One file on its own (stdin, tests)."""
+    return analyse_text(text, path, enabled, None)[0]
+
+
+def analyse_text(text: str, path: str, enabled: FrozenSet[str],
+                 place: Optional[ProjectPlace]) -> Tuple[List[Diagnostic], Optional[Exports]]:
     if not _RELEVANT.search(text) or noqa.file_is_exempt(text):
-        return []
+        return [], _reexports(text, place)
     try:
         module = cst.parse_module(text)
     except RecursionError:
-        return _engine(AnalysisLimitRule, path, 1, 0, "too deeply nested to parse; file skipped", enabled)
+        return _engine(AnalysisLimitRule, path, 1, 0, "too deeply nested to parse; file skipped", enabled), None
     except Exception as error:  # noqa: BLE001 - libcst raises several kinds; all mean "does not parse"
         line, column, message = syntax_error(text, error)
-        return _engine(SyntaxErrorRule, path, line, column, message, enabled)
+        return _engine(SyntaxErrorRule, path, line, column, message, enabled), None
     rules = [rule() for rule in ALL_RULES if rule.code in enabled and rule.check is not Rule.check]
+    summary = None
     try:
-        facts = Program(module, text).run()
+        program = Program(module, text, place)
+        facts = program.run()
+        if place is not None and place.module:
+            summary = summarise(program, place.root, place.module, place.is_package)
         if not facts:
-            return []
+            return [], summary
         context = RuleContext(module)
         findings = [(rule, finding) for rule in rules for finding in rule.check(facts, context)]
         diagnostics = [_diagnostic(rule, finding, path, context) for rule, finding in findings]
     except RecursionError:
-        return _engine(AnalysisLimitRule, path, 1, 0, "too deeply nested to analyse; file skipped", enabled)
+        return _engine(AnalysisLimitRule, path, 1, 0, "too deeply nested to analyse; file skipped", enabled), None
     except Exception as error:  # noqa: BLE001 - never a traceback for the user's file
         if os.environ.get("DEVLINT_DEBUG"):
             raise
         return _engine(AnalysisLimitRule, path, 1, 0,
-                       f"internal error while analysing ({type(error).__name__}: {error}); please report it", enabled)
-    return sorted(_suppress(diagnostics, text), key=Diagnostic.sort_key)
+                       f"internal error while analysing ({type(error).__name__}: {error}); please report it", enabled), None
+    return sorted(_suppress(diagnostics, text), key=Diagnostic.sort_key), summary
+
+
+def _reexports(text: str, place: Optional[ProjectPlace]) -> Optional[Exports]:
+    """A package's `__init__.py` matters to the project for what it re-exports."""
+    if place is None or not place.is_package or "import" not in text:
+        return None
+    try:
+        return summarise_imports(cst.parse_module(text), place.root, place.module, place.is_package)
+    except Exception:  # noqa: BLE001 - a broken __init__.py simply re-exports nothing we know
+        return None
 
 
 def decode(data: bytes) -> Tuple[Optional[str], Tuple[int, str]]:

@@ -1,24 +1,43 @@
-"""Checking many files: in parallel processes, with progress on long runs."""
+"""Checking many files: in parallel processes, in two phases, with progress on long runs.
+
+Phase 1 analyses every file on its own and collects its summary for the
+project index.  Phase 2 analyses again, with the index, only the files whose
+imports the index can say something about; their diagnostics replace those
+of phase 1.  Both phases are cached by content (phase 2 also by what the
+file's imports resolve to).
+"""
 from __future__ import annotations
 
 import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from . import cache
+from .analysis.program import ProjectPlace
+from .analysis.project import Exports, ProjectIndex, module_name
 from .diagnostics import Diagnostic
 from .engine import check_bytes, raise_recursion_limit
 from .rules import UnreadableFileRule
 
 #: (path, enabled codes, cache folder or None)
 Job = Tuple[str, FrozenSet[str], Optional[str]]
+Result = Tuple[List[Diagnostic], Optional[Exports]]
+Progress = Callable[[int, int], None]
 #: Below this many files, starting processes costs more than it saves.
 PARALLEL_THRESHOLD = 8
 
+#: Per process: every checked module's name, and the index (phase 2 only).
+_PROJECT: Dict[str, object] = {"names": frozenset(), "index": None}
 
-def check_file(job: Job) -> List[Diagnostic]:
+
+def _set_project(names: FrozenSet[str], index: Optional[ProjectIndex]) -> None:
+    _PROJECT["names"] = names
+    _PROJECT["index"] = index
+
+
+def check_file(job: Job) -> Result:
     path, enabled, cache_directory = job
     raise_recursion_limit()
     try:
@@ -26,38 +45,59 @@ def check_file(job: Job) -> List[Diagnostic]:
             data = handle.read()
     except OSError as error:
         if UnreadableFileRule.code not in enabled:
-            return []
+            return [], None
         rule = UnreadableFileRule
         return [Diagnostic(rule.code, rule.name, rule.severity, f"cannot read: {error.strerror or error}",
-                           path, 1, 0, 1, 0)]
+                           path, 1, 0, 1, 0)], None
+    index: Optional[ProjectIndex] = _PROJECT["index"]  # type: ignore[assignment]
+    root, module, is_package = module_name(path)
+    place = ProjectPlace(root, module, is_package, _PROJECT["names"], index)  # type: ignore[arg-type]
     if cache_directory is None:
-        return check_bytes(data, path, enabled)
-    entry = cache.key(data, path, enabled)
-    diagnostics = cache.load(cache_directory, entry)
-    if diagnostics is None:
-        diagnostics = check_bytes(data, path, enabled)
-        cache.store(cache_directory, entry, diagnostics)
+        return check_bytes(data, path, enabled, place)
+    entry = cache.key(data, path, enabled, index.digest_for_path(path) if index is not None else "")
+    cached = cache.load(cache_directory, entry)
+    if cached is not None:
+        return cached
+    result = check_bytes(data, path, enabled, place)
+    cache.store(cache_directory, entry, *result)
+    return result
+
+
+def check_files(jobs: Sequence[Job], processes: int, progress: Optional[Progress] = None) -> List[Diagnostic]:
+    names = frozenset(module_name(path)[1] for path, _, _ in jobs)
+    first = _run(jobs, processes, names, None, progress)
+    index = ProjectIndex(summary for _, summary in first)
+    by_path: Dict[str, List[Diagnostic]] = {job[0]: found for job, (found, _) in zip(jobs, first)}
+    again = [job for job, (_, summary) in zip(jobs, first) if summary is not None and index.digest_for(summary)]
+    if again:
+        for job, (found, _) in zip(again, _run(again, processes, names, index, None)):
+            by_path[job[0]] = found
+    diagnostics = [d for found in by_path.values() for d in found]
+    diagnostics.sort(key=Diagnostic.sort_key)
     return diagnostics
 
 
-def check_files(jobs: Sequence[Job], processes: int, progress: Optional[Callable[[int, int], None]] = None) -> List[Diagnostic]:
-    results: Iterable[List[Diagnostic]]
+def _run(jobs: Sequence[Job], processes: int, names: FrozenSet[str], index: Optional[ProjectIndex],
+         progress: Optional[Progress]) -> List[Result]:
     if processes <= 1 or len(jobs) < PARALLEL_THRESHOLD:
-        results = map(check_file, jobs)
-        return _gather(results, len(jobs), progress)
+        _set_project(names, index)
+        try:
+            return _gather(map(check_file, jobs), len(jobs), progress)
+        finally:
+            _set_project(frozenset(), None)
     chunksize = max(1, min(16, len(jobs) // (processes * 8)))
-    with ProcessPoolExecutor(max_workers=processes, mp_context=_context()) as pool:
+    with ProcessPoolExecutor(max_workers=processes, mp_context=_context(),
+                             initializer=_set_project, initargs=(names, index)) as pool:
         return _gather(pool.map(check_file, jobs, chunksize=chunksize), len(jobs), progress)
 
 
-def _gather(results: Iterable[List[Diagnostic]], total: int, progress) -> List[Diagnostic]:
-    diagnostics: List[Diagnostic] = []
-    for done, found in enumerate(results, start=1):
-        diagnostics.extend(found)
+def _gather(results, total: int, progress: Optional[Progress]) -> List[Result]:
+    gathered: List[Result] = []
+    for done, result in enumerate(results, start=1):
+        gathered.append(result)
         if progress is not None:
             progress(done, total)
-    diagnostics.sort(key=Diagnostic.sort_key)
-    return diagnostics
+    return gathered
 
 
 def _context():

@@ -60,4 +60,4 @@ def fixture_files() -> List[Path]:
 
 def project_folders() -> List[Path]:
     """Multi-file fixtures: each folder in `projects/` is checked as one project."""
-    return sorted(p for p in PROJECTS.iterdir() if p.is_dir()) if PROJECTS.is_dir() else []
+    return sorted(p for p in PROJECTS.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) if PROJECTS.is_dir() else []

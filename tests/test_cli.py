@@ -175,7 +175,7 @@ def test_results_cache_is_used_and_invalidated(project):
     assert (project / ".devlint_cache" / ".gitignore").read_text() == "*\n"
     # A stored entry is what a second run reports: prove it by editing the entry.
     stored = json.loads(entries[0].read_text())
-    stored[0]["message"] = "from the cache"
+    stored["diagnostics"][0]["message"] = "from the cache"
     entries[0].write_text(json.dumps(stored))
     assert json.loads(devlint("buggy.py", "--output-format", "json", cwd=project).stdout)[0]["message"] == "from the cache"
     assert json.loads(devlint("buggy.py", "--no-cache", "--output-format", "json", cwd=project).stdout) == json.loads(first.stdout)

@@ -24,6 +24,7 @@ from .lattice import (
     TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier, string_value
+from .project import PROJECT_SOURCE
 
 #: Unknown callables that are surely models or losses, judged by their name.
 _MODEL_NAME = re.compile(r"(^|_)(model|net|network|encoder|decoder|backbone|classifier|generator|discriminator|policy|critic|actor)s?$", re.IGNORECASE)
@@ -232,6 +233,12 @@ class CallEvaluator:
             env.dead = True
             return Value(kind=HOST)
         self.note_cuda_call(qualname, node)
+        project = self.program.place.call(qualname, node, args, env)
+        if project is not None:
+            self.escape(args, env)
+            if project.kind == MODULE:
+                self.note_created(project.ident)
+            return project
         if qualname in api.AVAILABILITY_CHECKS:
             return Value(kind=HOST, source="availability")
         if qualname in api.SELECTED_DEVICE_CALLS:
@@ -319,10 +326,10 @@ class CallEvaluator:
                 continue
             root = root.split(".", 1)[0]
             value = self.lookup(root, env)
-            if value is not None and value.kind in (MODULE, ANY) and value.device.known:
+            if value is not None and value.kind in (MODULE, ANY) and (value.device.known or value.source == PROJECT_SOURCE):
                 if value.ident is not None:
                     env.replace_identity(value.ident, value.with_device(UNKNOWN))
-                env.values[root] = value.with_device(UNKNOWN)
+                env.values[root] = replace(value.with_device(UNKNOWN), source="", cls="") if value.kind == ANY else value.with_device(UNKNOWN)
 
     def operands_of(self, args: List[Arg]) -> List[Tuple[cst.CSTNode, Value]]:
         operands = []
@@ -433,7 +440,7 @@ class CallEvaluator:
 
     def note_optimizers_before_move(self, receiver: Value, target: Device, node: cst.Call, env) -> None:
         """A module moves to an accelerator: optimizers built on it while it was on the CPU."""
-        if receiver.ident is None or not target.is_accelerator:
+        if receiver.ident is None or not (target.is_accelerator or target.kind == SYMBOLIC):
             return
         for value in list(env.values.values()):
             if value.kind == OPTIMIZER and value.ident == receiver.ident and value.device.is_cpu:

@@ -16,6 +16,7 @@ from . import torch_api as api
 from .facts import UnguardedAccelerator, VisibleDevicesTooLate
 from .lattice import ANY, CUDA, DEVICE, SELECTED, SYMBOLIC, UNGUARDED, Device, Value
 from .names import dotted_name, integer_value, string_value
+from .project import PROJECT_SOURCE
 
 _RANK_WORDS = ("rank", "gpu", "local", "device_id", "dev_id")
 
@@ -41,7 +42,8 @@ class DeviceChoiceTracker:
         root = device_value.origin if device_value is not None and device_value.origin is not None else use
         if device.kind in (CUDA, UNGUARDED, SELECTED) and device.index is None:
             evidence.shared_placements.append(root)
-        if device.kind == UNGUARDED and not env.guarded:
+        imported = device_value is not None and device_value.source == PROJECT_SOURCE
+        if device.kind == UNGUARDED and not env.guarded and not imported:  # an imported root is reported at home
             chosen = self.chosen_device_in_scope(env) if bare_cuda else ""
             self.program.facts.unguarded.append(UnguardedAccelerator(root, use, chosen, bare_cuda))
 

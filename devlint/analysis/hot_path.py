@@ -109,8 +109,9 @@ class HotPathTracker:
                 and last_identifier(receiver.origin) in api.FACTORIES and self.first_time("created", receiver, node)):
             self.program.facts.waste.append(HotPathWaste(node, CREATED_THEN_MOVED, Operand(receiver_node, receiver)))
         loader = self.program.batch_loaders.get(id(receiver.origin)) if receiver.origin is not None else None
-        if loader is not None and self.recording and self.frames:
-            pinned, workers = self.program.loader_options[id(loader)]
+        options = self.program.loader_options.get(id(loader)) if loader is not None else None
+        if options is not None and self.recording and self.frames:
+            pinned, workers = options
             non_blocking = any(a.keyword == "non_blocking" and dotted_name(a.node.value) == "True" for a in args)
             self.program.facts.loader_feeds.append(LoaderFeed(loader, node, pinned, workers, non_blocking))
 

@@ -24,6 +24,7 @@ from .lattice import (
     TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values,
 )
 from .hot_path import is_interval_test
+from .project import absolute_import
 from .names import dotted_name, last_identifier, string_value
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,6 +60,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.silent = 0
         self.loop_depth = 0
         self.returns: List[Value] = []
+        self.returns_guarded = False     # a return sits under an availability test: the results are a choice
         self.frames = []
         self.interval_depth = 0          # inside `if step % N == 0:` and the like
         self.cuda_initialised = None     # the first statement that started CUDA
@@ -151,6 +153,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             self.assign(node.target, result, env, node)
         elif isinstance(node, cst.Return):
             self.returns.append(self.eval(node.value, env) if node.value is not None else Value(kind=HOST))
+            self.returns_guarded |= env.guarded
             env.dead = True
         elif isinstance(node, cst.Raise):
             if node.exc is not None:
@@ -173,16 +176,20 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             pass
 
     def exec_import_from(self, node: cst.ImportFrom, env: Env) -> None:
-        if node.module is None or node.relative:
-            base = ""  # relative imports: names from this project, unknown here
+        target = dotted_name(node.module) if node.module is not None else ""
+        place = self.program.place
+        if node.relative:
+            base = absolute_import(place.module, place.is_package, len(node.relative), target or "") if place.module else None
+            base = base or "local"  # a relative import we cannot place: names of this project, unknown
         else:
-            base = dotted_name(node.module) or ""
+            base = target or ""
         if isinstance(node.names, cst.ImportStar):
             return
         for alias in node.names:
             name = dotted_name(alias.name) or ""
             local = alias.asname.name.value if alias.asname is not None else name
-            env.bind(local, Value(kind=REF, cls=f"{base}.{name}" if base else f"local.{name}"))
+            qualname = f"{base}.{name}" if base else name
+            env.bind(local, place.value(qualname, alias) or Value(kind=REF, cls=qualname))
 
     def exec_if(self, node: cst.If, env: Env) -> Env:
         test = self.eval(node.test, env)
@@ -423,7 +430,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
     def attribute_of(self, base: Value, attr: str, node: cst.CSTNode, env: Env) -> Value:
         kind = base.kind
         if kind == REF:
-            return Value(kind=REF, cls=f"{base.cls}.{attr}")
+            qualname = f"{base.cls}.{attr}"
+            return self.program.place.value(qualname, node) or Value(kind=REF, cls=qualname)
         if kind in (TENSOR, BATCH):
             if attr == "device":
                 return Value(kind=DEVICE, device=base.device, origin=base.origin)

@@ -207,10 +207,10 @@ def join_values(a: Value, b: Value, availability_split: bool = False) -> Value:
     )
 
 
-def join_all(items: Sequence[Value]) -> Value:
+def join_all(items: Sequence[Value], availability_split: bool = False) -> Value:
     result = items[0] if items else UNKNOWN_VALUE
     for item in items[1:]:
-        result = join_values(result, item)
+        result = join_values(result, item, availability_split)
     return result
 
 

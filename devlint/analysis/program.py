@@ -17,13 +17,14 @@ import libcst as cst
 
 from . import torch_api as api
 from .env import Env
-from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnregisteredState
+from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState
 from .interpreter import Interpreter, Scope
 from .lattice import (
     ANY, BATCH, CLASS, DEVICE, OBJECT, REF, FUNCTION, HOST, LIST, MODULE, SYMBOLIC, TENSOR, TUPLE,
     UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, symbolic,
 )
 from .names import dotted_name, string_value
+from .project import PROJECT_SOURCE, ProjectIndex
 
 MANUAL_REGISTRATION = frozenset({"add_module", "register_module"})
 
@@ -32,6 +33,41 @@ MANUAL_REGISTRATION = frozenset({"add_module", "register_module"})
 _ACCELERATOR_TEXT = re.compile(r"cuda|\bmps\b|xpu|accelerat|device|\.to\(")
 _LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 _TENSOR_ANNOTATIONS = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor", "torch.LongTensor"})
+
+
+class ProjectPlace:
+    """Where a file sits in the checked project, and the index of the rest of it."""
+
+    def __init__(self, root: str = "", module: str = "", is_package: bool = False,
+                 names: frozenset = frozenset(), index: Optional[ProjectIndex] = None) -> None:
+        self.root = root
+        self.module = module
+        self.is_package = is_package
+        self.names = names          # dotted names of every checked file
+        self.index = index          # None in phase 1
+
+    def owns(self, qualname: str) -> bool:
+        """Does `qualname` name something defined in a checked file?"""
+        parts = qualname.split(".")
+        return any(".".join(parts[:i]) in self.names for i in range(1, len(parts)))
+
+    def is_module_class(self, qualname: str) -> bool:
+        return self.index is not None and bool(self.index.is_module_class(self.root, qualname))
+
+    def call(self, qualname: str, node, args, env) -> Optional[Value]:
+        """Calling a project class or function: its summary, or a reference to resolve later."""
+        if not self.owns(qualname):
+            return None
+        if self.index is None:
+            return Value(kind=ANY, cls=qualname, source=PROJECT_SOURCE, origin=node)
+        positional = [a.value for a in args if a.keyword is None and not a.node.star]
+        keywords = {a.keyword: a.value for a in args if a.keyword is not None}
+        return self.index.call(self.root, qualname, node, env.default_device, positional, keywords)
+
+    def value(self, qualname: str, node) -> Optional[Value]:
+        if self.index is None or not self.owns(qualname):
+            return None
+        return self.index.value(self.root, qualname, node)
 
 
 class FunctionInfo:
@@ -72,8 +108,9 @@ class ClassInfo:
 
 
 class Program:
-    def __init__(self, module: cst.Module, source: str) -> None:
+    def __init__(self, module: cst.Module, source: str, place: Optional[ProjectPlace] = None) -> None:
         self.module = module
+        self.place = place or ProjectPlace()
         self.facts = FileFacts()
         self.reported: Set[int] = set()
         self.accelerator_evidence = bool(_ACCELERATOR_TEXT.search(source))
@@ -93,6 +130,7 @@ class Program:
 
     def run(self) -> FileFacts:
         Interpreter(self, Scope()).exec_block(self.module.body, self.module_env)
+        self._note_global_devices()
         for info in self.class_order:
             self.ensure_class(info)
             for method in info.methods.values():
@@ -101,6 +139,13 @@ class Program:
             self.analyse(info)
         self.facts.unregistered_state = [fact for fact in self.facts.unregistered_state if self._still_unregistered(fact)]
         return self.facts
+
+    def _note_global_devices(self) -> None:
+        """A module-level `device = "cuda"` is the program's (or the project's) device: its root."""
+        for name, value in self.module_env.values.items():
+            if (value.kind == DEVICE and value.device.kind == "unguarded" and value.origin is not None
+                    and value.source != PROJECT_SOURCE and api.is_device_name(name)):
+                self.facts.unguarded.append(UnguardedAccelerator(value.origin, value.origin))
 
     def _still_unregistered(self, fact: UnregisteredState) -> bool:
         """DEV105 holds unless `__init__` registered the modules itself (add_module,
@@ -121,6 +166,19 @@ class Program:
 
     def self_device(self) -> Device:
         return symbolic("self") if self.accelerator_evidence else UNKNOWN
+
+    def base_names(self, info: ClassInfo) -> List[str]:
+        """Qualified names of a class's bases, for the project index."""
+        evaluator = Interpreter(self, Scope(outer=info.outer))
+        evaluator.silent += 1
+        names = []
+        for base in info.node.bases:
+            value = evaluator.eval(base.value, Env())
+            if value.kind == REF:
+                names.append(value.cls)
+            elif value.kind == CLASS:
+                names.append(f"{self.place.module}.{value.cls}")
+        return names
 
     # --- declarations -----------------------------------------------------------
 
@@ -165,7 +223,8 @@ class Program:
         for base in info.node.bases:
             value = evaluator.eval(base.value, Env())
             if value.kind == REF and (value.cls in api.MODULE_BASES or api.is_nn_module_class(value.cls)
-                                      or value.cls.endswith(api.MODULE_BASE_NAMES)):
+                                      or value.cls.endswith(api.MODULE_BASE_NAMES)
+                                      or self.place.is_module_class(value.cls)):
                 verdicts.append(True)
                 if api.is_nn_module_class(value.cls) and value.cls not in api.MODULE_BASES:
                     info.stateful = api.nn_class_is_stateful(value.cls.rsplit(".", 1)[-1], frozenset())
@@ -307,7 +366,7 @@ class Program:
         env = Env(default_device=self.module_env.default_device, guarded=self._accelerator_only(info))
         self._bind_parameters(info, env, seed)
         env = interp.exec_block(info.node.body.body, env)
-        info.result = join_all(interp.returns) if interp.returns else Value(kind=HOST)  # no return: None
+        info.result = join_all(interp.returns, interp.returns_guarded) if interp.returns else Value(kind=HOST)  # no return: None
         info.final_env = env
         info.running = False
         return env

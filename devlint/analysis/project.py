@@ -1,0 +1,254 @@
+"""The project index: what each checked file offers to the files that import it.
+
+A run analyses every file once on its own (phase 1) and keeps a small,
+JSON-friendly summary of its top level: `nn.Module` classes and their bases,
+what each function returns, module-level values such as a chosen device, and
+the names it imports (so re-exports through `__init__.py` can be followed).
+The index joins those summaries; files that import something the index knows
+are analysed once more with it (phase 2), so `model = build_model()` in
+`train.py` knows what `build_model` in `models.py` returns.
+
+A summary may point at another module ("returns an instance of
+`models.Net`"): such references are resolved here, lazily, with a depth limit
+that also breaks import cycles.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from . import torch_api as api
+from .lattice import ANY, CLASS, DEVICE, FUNCTION, MODULE, REF, UNKNOWN, Device, Value
+
+#: Kinds worth exporting as module-level values.
+_VALUE_KINDS = frozenset({DEVICE, MODULE})
+#: Kinds a function result must have to be worth exporting.
+_RESULT_KINDS = frozenset({DEVICE, MODULE, "tensor", "batch", "loader", ANY})
+PROJECT_SOURCE = "project"
+_MAX_DEPTH = 8
+
+Exports = dict  # {"module", "root", "package", "imports", "classes", "functions", "values"}
+
+
+@lru_cache(maxsize=4096)
+def _is_package_dir(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, "__init__.py"))
+
+
+def module_name(path: str) -> Tuple[str, str, bool]:
+    """(import root, dotted module name, is a package) for a file, from the `__init__.py` files around it."""
+    directory, filename = os.path.split(os.path.abspath(path))
+    stem = filename.rsplit(".", 1)[0]
+    is_package = stem == "__init__"
+    parts = [] if is_package else [stem]
+    while _is_package_dir(directory):
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+    return directory, ".".join(parts), is_package
+
+
+def absolute_import(module: str, is_package: bool, level: int, target: str) -> Optional[str]:
+    """`from ..models import Net` inside `pkg.sub.train` -> `pkg.models`."""
+    parts = module.split(".") if module else []
+    if not is_package:
+        parts = parts[:-1]
+    if level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join(base + ([target] if target else [])) or None
+
+
+# --- export: a Value to plain data and back ---------------------------------------
+
+def export_value(value: Value, params: Iterable[str] = ()) -> Optional[dict]:
+    """Plain data for a value another file may receive; None when it says nothing."""
+    device = value.device
+    if device.kind == "symbolic" and device.key not in params:
+        device = UNKNOWN
+    ref = value.cls if value.source == PROJECT_SOURCE else ""
+    if not device.known and not ref and value.kind not in (MODULE, "loader"):
+        return None
+    if value.kind not in _RESULT_KINDS:
+        return None
+    return {"kind": value.kind, "device": [device.kind, device.index, device.key], "source": value.source,
+            "stateful": value.stateful, "ref": ref}
+
+
+def import_value(data: dict, node) -> Value:
+    """A value from another file; devices keep the mark, so their root is reported only there."""
+    kind, index, key = data["device"]
+    source = PROJECT_SOURCE if data["kind"] == DEVICE else data["source"] if data["source"] != PROJECT_SOURCE else ""
+    return Value(kind=data["kind"], device=Device(kind, index, key), origin=node, source=source,
+                 stateful=data["stateful"], ident=id(node) if data["kind"] == MODULE else None)
+
+
+class ProjectIndex:
+    """All phase-1 summaries of a run, and name resolution across them."""
+
+    def __init__(self, summaries: Iterable[Exports]) -> None:
+        self.modules: Dict[Tuple[str, str], Exports] = {}
+        self.roots_by_name: Dict[str, List[str]] = {}
+        for summary in summaries:
+            if summary is None:
+                continue
+            self.modules[(summary["root"], summary["module"])] = summary
+            self.roots_by_name.setdefault(summary["module"], []).append(summary["root"])
+        self.names = frozenset(self.roots_by_name)
+
+    # --- finding things ---------------------------------------------------------
+
+    def module(self, root: str, name: str) -> Optional[Exports]:
+        found = self.modules.get((root, name))
+        if found is None:
+            roots = self.roots_by_name.get(name, ())
+            if len(roots) == 1:
+                found = self.modules[(roots[0], name)]
+        return found
+
+    def lookup(self, root: str, qualname: str, depth: int = 0) -> Optional[Tuple[str, dict, Exports]]:
+        """What `qualname` is: ("class"|"function"|"value", data, defining module), following re-exports."""
+        if depth > _MAX_DEPTH or "." not in qualname:
+            return None
+        module_part, name = qualname.rsplit(".", 1)
+        summary = self.module(root, module_part)
+        if summary is None:
+            return None
+        for kind in ("classes", "functions", "values"):
+            data = summary[kind].get(name)
+            if data is not None:
+                return kind[:-1] if kind != "classes" else "class", data, summary
+        target = summary["imports"].get(name)
+        if target is not None:
+            return self.lookup(summary["root"], target, depth + 1)
+        if self.module(root, qualname) is not None:
+            return None  # a submodule: `import pkg.models as m`
+        return None
+
+    def is_module_class(self, root: str, qualname: str, depth: int = 0) -> Optional[bool]:
+        if depth > _MAX_DEPTH:
+            return None
+        if qualname in api.MODULE_BASES or api.is_nn_module_class(qualname) or qualname.endswith(api.MODULE_BASE_NAMES):
+            return True
+        found = self.lookup(root, qualname)
+        if found is None or found[0] != "class":
+            return None
+        _, data, summary = found
+        if data["module"] is not None:
+            return data["module"]
+        verdicts = [self.is_module_class(summary["root"], base, depth + 1) for base in data["bases"]]
+        if any(verdicts):
+            return True
+        return False if verdicts and all(v is False for v in verdicts) else None
+
+    # --- values at a call site ---------------------------------------------------------
+
+    def call(self, root: str, qualname: str, node, default_device: Device, positional: List[Value],
+             keywords: Dict[str, Value], depth: int = 0) -> Optional[Value]:
+        """The value of calling a project class or function; None when unknown."""
+        found = self.lookup(root, qualname) if depth <= _MAX_DEPTH else None
+        if found is None:
+            return None
+        kind, data, summary = found
+        if kind == "class":
+            verdict = self.is_module_class(root, qualname)
+            if not verdict:
+                return None
+            return Value(kind=MODULE, device=default_device, origin=node, ident=id(node), cls="",
+                         stateful=data["stateful"] if data["stateful"] is not None else None)
+        if kind == "function":
+            bound = dict(zip(data["params"], positional))
+            bound.update(keywords)
+            return self.resolve(summary["root"], data["result"], node, default_device, bound, depth + 1)
+        return None
+
+    def value(self, root: str, qualname: str, node) -> Optional[Value]:
+        found = self.lookup(root, qualname)
+        if found is None or found[0] != "value":
+            return None
+        return self.resolve(found[2]["root"], found[1], node, UNKNOWN, {})
+
+    def resolve(self, root: str, data: Optional[dict], node, default_device: Device,
+                bound: Dict[str, Value], depth: int = 0) -> Optional[Value]:
+        if data is None or depth > _MAX_DEPTH:
+            return None
+        if data["ref"]:
+            inner = self.call(root, data["ref"], node, default_device, [], {}, depth + 1)
+            if inner is None:
+                return None
+            device = Device(*data["device"])
+            return inner.with_device(device, node) if device.known else inner
+        value = import_value(data, node)
+        if value.device.kind == "symbolic" and value.device.key in bound:
+            argument = bound[value.device.key]
+            device = argument.device if argument.kind in (DEVICE, "tensor", "batch", MODULE) else UNKNOWN
+            value = value.with_device(device, node)
+        return value if value.device.known or value.kind != ANY else None
+
+    def digest_for_path(self, path: str) -> str:
+        root, module, _ = module_name(path)
+        summary = self.modules.get((root, module))
+        return self.digest_for(summary) if summary is not None else ""
+
+    def digest_for(self, summary: Exports) -> str:
+        """A stable fingerprint of everything this file's imports resolve to."""
+        resolved = []
+        for local, target in sorted(summary["imports"].items()):
+            found = self.lookup(summary["root"], target)
+            if found is not None:
+                kind, data, _ = found
+                verdict = self.is_module_class(summary["root"], target) if kind == "class" else None
+                resolved.append((local, kind, repr(sorted(data.items())), verdict))
+        return repr(resolved) if resolved else ""
+
+
+def summarise(program, root: str, module: str, is_package: bool) -> Exports:
+    """The phase-1 summary of one analysed file (see `ProjectIndex`)."""
+    summary: Exports = {"root": root, "module": module, "package": is_package, "imports": {},
+                        "classes": {}, "functions": {}, "values": {}}
+    for name, value in program.module_env.values.items():
+        if "." in name:
+            continue
+        if value.kind == REF:
+            summary["imports"][name] = value.cls
+        elif value.kind == CLASS:
+            info = program.classes.get(value.cls)
+            if info is not None:
+                program.ensure_class(info)
+                summary["classes"][name] = {"bases": program.base_names(info), "module": info.is_module,
+                                            "stateful": info.stateful}
+        elif value.kind == FUNCTION:
+            info = program.functions.get(id(value.origin))
+            if info is not None and info.result is not None:
+                params = [p.name.value for p in info.parameters()]
+                summary["functions"][name] = {"result": export_value(info.result, params), "params": params}
+        elif value.kind in _VALUE_KINDS:
+            exported = export_value(value)
+            if exported is not None:
+                summary["values"][name] = exported
+    return summary
+
+
+def summarise_imports(module, root: str, name: str, is_package: bool) -> Exports:
+    """A summary holding only re-exports, for an `__init__.py` with nothing else to analyse."""
+    import libcst as cst  # local: this module is otherwise independent of the tree
+
+    from .names import dotted_name
+
+    summary: Exports = {"root": root, "module": name, "package": is_package, "imports": {},
+                        "classes": {}, "functions": {}, "values": {}}
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
+                continue
+            target = dotted_name(small.module) if small.module is not None else ""
+            base = absolute_import(name, is_package, len(small.relative), target or "") if small.relative else target
+            if not base:
+                continue
+            for alias in small.names:
+                imported = dotted_name(alias.name) or ""
+                local = alias.asname.name.value if alias.asname is not None else imported
+                summary["imports"][local] = f"{base}.{imported}"
+    return summary
