@@ -20,7 +20,8 @@ from .facts import (
 )
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
-    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, SYMBOLIC, TENSOR, TOKENIZER,
+    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, SOURCE_UNREGISTERED, SYMBOLIC,
+    TENSOR, TOKENIZER,
     TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier, string_value
@@ -90,7 +91,7 @@ class CallEvaluator:
                 if instance.ident is not None:
                     self.note_created(instance.ident)
                 return instance
-            return self.program.call_function(callee, node, args)
+            return self.program.call_function(callee, node, args, env.guarded, self.recording)
         if callee.kind == TOKENIZER:
             return self.tokenizer_call("__call__", node, args)
         return self.call_value(callee, func, node, args, last_identifier(func), env)
@@ -122,12 +123,24 @@ class CallEvaluator:
         if self.recording:
             self.program.facts.misuses.append(ApiMisuse(node, kind, api_name))
 
+    def note_unregistered_use(self, operands: List[Tuple[cst.CSTNode, Value]]) -> None:
+        """A plain CPU tensor attribute meets something that may be on the module's device."""
+        stored = [v for _, v in operands if v.source == SOURCE_UNREGISTERED and v.origin is not None]
+        if stored and any(v.source != SOURCE_UNREGISTERED and v.kind != HOST and not (placed(v) and v.device.is_cpu)
+                          for _, v in operands):
+            self.program.unregistered_used.update(id(v.origin) for v in stored)
+
     def record_mismatch(self, node, context, anchor: Operand, offender: Operand, operation: str) -> None:
+        if offender.value.source == SOURCE_UNREGISTERED:  # DEV105's root cause, reported where it is stored
+            if offender.value.origin is not None:
+                self.program.unregistered_used.add(id(offender.value.origin))
+            return
         if self.report_once(offender.value, offender.node):
             self.program.facts.mismatches.append(DeviceMismatch(node, context, anchor, offender, operation))
 
     def check_operands(self, node, operands: List[Tuple[cst.CSTNode, Value]], operation: str, arithmetic: bool) -> Value:
         """Operands of one op must share a device; the result lives there."""
+        self.note_unregistered_use(operands)
         known = [(n, v) for n, v in operands if placed(v)]
         anchor = next(((n, v) for n, v in known if not v.device.is_cpu), None)
         shaped = any(v.scalar is False for _, v in operands) and operation.strip(".()") not in api.REDUCTIONS
@@ -387,7 +400,8 @@ class CallEvaluator:
             positional = [a for a in args if a.keyword is None]
             location = positional[1] if len(positional) > 1 else None
         device = UNKNOWN  # without map_location tensors return to the device they were saved from
-        if location is None:
+        source = self.program.module.code_for_node(args[0].node.value) if args else ""
+        if location is None and not env.guarded and not api.HOST_STATE_FILE.search(source):
             self.record_misuse(node, LOAD_WITHOUT_MAP_LOCATION, "torch.load")
         else:
             device = self.device_argument(location.node.value, location.value, env) or UNKNOWN

@@ -105,7 +105,8 @@ class HotPathTracker:
         """A tensor or batch moved to `target`: created on the host first? fed by a loader?"""
         if not (target.is_accelerator or target.kind == SYMBOLIC):
             return
-        if (receiver.source == SOURCE_FACTORY and not receiver.explicit_device and self.in_stepping_code
+        if (receiver.source == SOURCE_FACTORY and not receiver.explicit_device and receiver.scalar is not True
+                and self.in_stepping_code
                 and last_identifier(receiver.origin) in api.FACTORIES and self.first_time("created", receiver, node)):
             self.program.facts.waste.append(HotPathWaste(node, CREATED_THEN_MOVED, Operand(receiver_node, receiver)))
         loader = self.program.batch_loaders.get(id(receiver.origin)) if receiver.origin is not None else None

@@ -31,8 +31,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .program import ClassInfo, Program
 
 MAX_LOOP_ITERATIONS = 4
-#: A branch test on one of these names is a user's device choice (`if args.cuda:`).
-_DEVICE_FLAG = re.compile(r"cuda|gpu|accel|mps|device", re.IGNORECASE)
+#: A test or loop that names one of these depends on the device (`if args.cuda:`,
+#: `if x.device.type == "cuda":`, `for i in range(torch.cuda.device_count()):`).
+_DEVICE_FLAG = re.compile(r"cuda|gpu|accel|mps|xpu|npu|device|available", re.IGNORECASE)
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 _EXPECTS_FAILURE = frozenset({"raises", "assertRaises", "assertRaisesRegex"})
 
@@ -215,12 +216,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         """Does this test choose between an accelerator and the CPU?"""
         if value.source == "availability":
             return True
-        name = dotted_name(test)
-        if name is None and isinstance(test, cst.UnaryOperation):
-            name = dotted_name(test.expression)
-        if name is not None and _DEVICE_FLAG.search(name.rsplit(".", 1)[-1]):
-            return True
-        return False
+        return mentions_device(test)
 
     def exec_loop_body(self, env: Env, run_once, target: Optional[cst.BaseExpression] = None,
                        over_loader: bool = False) -> Env:
@@ -261,6 +257,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return state
 
         over_loader = SOURCE_LOADER in (element.source, *(item.source for item in element.items))
+        if mentions_device(node.iter):  # `for i in range(torch.cuda.device_count()):` runs only with devices
+            env = env.copy()
+            env.guarded = True
         result = self.exec_loop_body(env, run_once, node.target, over_loader)
         if node.orelse is not None:
             result = self.exec_suite(node.orelse.body, result)
@@ -635,6 +634,25 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def exits(self, qualname: str) -> bool:
         return qualname in _EXITS
+
+
+def mentions_device(expression: cst.BaseExpression) -> bool:
+    """Does an expression name a device, an accelerator or its availability anywhere?"""
+    stack: List[cst.CSTNode] = [expression]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and _DEVICE_FLAG.search(node.value):
+            return True
+        if isinstance(node, cst.Attribute):
+            if _DEVICE_FLAG.search(node.attr.value):
+                return True
+            stack.append(node.value)
+            continue
+        if isinstance(node, (cst.SimpleString, cst.FormattedStringText)) and _DEVICE_FLAG.search(
+                node.value if isinstance(node, cst.FormattedStringText) else node.value[:40]):
+            return True
+        stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
+    return False
 
 
 def _operator_text(operator: cst.CSTNode) -> str:

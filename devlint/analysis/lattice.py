@@ -146,6 +146,7 @@ SOURCE_CREATED = "created"          # made elsewhere
 SOURCE_LOADER = "loader"
 SOURCE_TOKENIZER = "tokenizer"
 SOURCE_LOAD = "torch.load"
+SOURCE_UNREGISTERED = "unregistered"  # a plain tensor attribute of a module, seen from its methods
 
 
 @dataclass(frozen=True)

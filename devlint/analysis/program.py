@@ -20,8 +20,8 @@ from .env import Env
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState
 from .interpreter import Interpreter, Scope
 from .lattice import (
-    ANY, BATCH, CLASS, DEVICE, OBJECT, REF, FUNCTION, HOST, LIST, MODULE, SYMBOLIC, TENSOR, TUPLE,
-    UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, symbolic,
+    ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
+    SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, symbolic,
 )
 from .names import dotted_name, string_value
 from .project import PROJECT_SOURCE, ProjectIndex
@@ -110,6 +110,7 @@ class ClassInfo:
 class Program:
     def __init__(self, module: cst.Module, source: str, place: Optional[ProjectPlace] = None) -> None:
         self.module = module
+        self.source = source
         self.place = place or ProjectPlace()
         self.facts = FileFacts()
         self.reported: Set[int] = set()
@@ -120,6 +121,8 @@ class Program:
         self.class_order: List[ClassInfo] = []
         #: (class, attribute) pairs that a method moves by hand (`self.pe.to(x.device)`)
         self.moved_by_hand: Set[tuple] = set()
+        #: origins of plain CPU tensor attributes that met the module's tensors (confirms DEV105)
+        self.unregistered_used: Set[int] = set()
         #: batch origin -> the DataLoader(...) it came from; loader -> (pin_memory, workers)
         self.batch_loaders: Dict[int, cst.CSTNode] = {}
         self.loader_options: Dict[int, tuple] = {}
@@ -152,7 +155,8 @@ class Program:
         a final nn.ModuleList(...)) or a method moves the tensor by hand."""
         info = self.classes.get(fact.owner)
         if fact.what == "tensor":
-            return (fact.owner, fact.attribute) not in self.moved_by_hand
+            used = not fact.value.device.is_cpu or id(fact.value.origin) in self.unregistered_used
+            return used and (fact.owner, fact.attribute) not in self.moved_by_hand
         if info is None or info.registers_manually:
             return False
         final = info.attrs.get("self." + fact.attribute)
@@ -283,7 +287,9 @@ class Program:
         if value.kind == MODULE or (value.kind == TENSOR and value.parameter):
             return replace(value, device=device, ident=None)
         if value.kind == TENSOR and value.scalar is not True:
-            return UNKNOWN_VALUE  # a plain tensor attribute: reported once where it is stored
+            # A plain tensor attribute stays where it was made. On the CPU it is a bug only if a method
+            # uses it with the module's tensors: that use confirms DEV105, reported where it is stored.
+            return replace(value, source=SOURCE_UNREGISTERED) if value.device.is_cpu else UNKNOWN_VALUE
         if value.kind in (LIST, TUPLE) and any(item.kind == MODULE for item in value.items):
             return UNKNOWN_VALUE  # a plain list of modules: reported once where it is stored
         return value
@@ -355,7 +361,8 @@ class Program:
 
     # --- functions ----------------------------------------------------------------
 
-    def analyse(self, info: FunctionInfo, seed: Optional[Dict[str, Value]] = None) -> Optional[Env]:
+    def analyse(self, info: FunctionInfo, seed: Optional[Dict[str, Value]] = None, guarded: bool = False,
+                arguments: Optional[Dict[str, Value]] = None) -> Optional[Env]:
         """Interpret a function once; returns its final state (for `__init__`)."""
         if info.result is not None or info.running:
             return info.final_env
@@ -363,8 +370,10 @@ class Program:
         owner = info.owner
         scope = Scope(owner, info.name, info.outer, frozenset(p.name.value for p in info.parameters()))
         interp = Interpreter(self, scope)
-        env = Env(default_device=self.module_env.default_device, guarded=self._accelerator_only(info))
+        env = Env(default_device=self.module_env.default_device, guarded=guarded or self._accelerator_only(info))
         self._bind_parameters(info, env, seed)
+        for name, value in (arguments or {}).items():
+            env.bind(name, value)
         env = interp.exec_block(info.node.body.body, env)
         info.result = join_all(interp.returns, interp.returns_guarded) if interp.returns else Value(kind=HOST)  # no return: None
         info.final_env = env
@@ -416,12 +425,30 @@ class Program:
             return Value(kind=BATCH, device=device, origin=param)
         return UNKNOWN_VALUE
 
-    def call_function(self, callee: Value, node: cst.Call, args) -> Value:
+    def call_function(self, callee: Value, node: cst.Call, args, guarded: bool = False, recording: bool = True) -> Value:
+        """A call of a function of this file: analysed on first call, from that call's point of view
+        (its availability guard, and its arguments when it is the only call in the file).  A call met
+        while a loop is still being iterated silently waits for the recording pass."""
         info = self.functions.get(id(callee.origin))
         if info is None:
             return UNKNOWN_VALUE
-        self.analyse(info)
+        if info.result is None and not info.running:
+            if not recording:
+                return UNKNOWN_VALUE
+            self.analyse(info, guarded=guarded, arguments=self._only_call_arguments(info, args))
         return self._specialise(info, info.result, node, args, skip_first=False)
+
+    def _only_call_arguments(self, info: FunctionInfo, args) -> Optional[Dict[str, Value]]:
+        """Values the function surely receives: those of its only call in the file."""
+        if len(re.findall(rf"\b{re.escape(info.name)}\b", self.source)) != 2:  # the def and this call
+            return None
+        names = [p.name.value for p in info.parameters()]
+        bound: Dict[str, Value] = {}
+        for position, arg in enumerate(a for a in args if a.keyword is None and not a.node.star):
+            if position < len(names):
+                bound[names[position]] = arg.value
+        bound.update((arg.keyword, arg.value) for arg in args if arg.keyword is not None)
+        return {name: value for name, value in bound.items() if name in names and _informative(value)}
 
     def call_method(self, receiver: Value, name: str, node: cst.Call, args) -> Value:
         info = self.classes.get(receiver.cls)
@@ -448,6 +475,10 @@ class Program:
         for arg in args:
             if arg.keyword is not None:
                 bound[arg.keyword] = arg.value
+        for param in info.parameters():  # `device="cpu"` left to its default
+            if param.name.value not in bound:
+                default = api.parse_device_string(string_value(param.default) or "") if param.default is not None else None
+                bound[param.name.value] = Value(kind=DEVICE, device=default) if default is not None else UNKNOWN_VALUE
         return self._substitute(result, bound, node)
 
     def _substitute(self, value: Value, bound: Dict[str, Value], node: cst.Call) -> Value:
@@ -460,6 +491,13 @@ class Program:
         if value.kind == MODULE:
             value = replace(value, ident=id(node))
         return value
+
+
+def _informative(value: Value) -> bool:
+    """An argument worth binding to a parameter: a model, a loader, a placed tensor, a device."""
+    if value.kind in (MODULE, LOADER, OPTIMIZER):
+        return True
+    return value.kind in (DEVICE, TENSOR, BATCH) and value.device.known
 
 
 def _self_attribute_under(node: cst.BaseExpression) -> Optional[str]:

@@ -349,6 +349,9 @@ SET_DEVICE = frozenset({"torch.cuda.set_device"})
 EAGER_STATE_OPTIMIZERS = frozenset({"Adagrad"})
 #: Host libraries that do per-sample preprocessing (DEV403).
 PREPROCESSING_ROOTS = ("numpy.", "PIL.", "cv2.", "skimage.", "scipy.ndimage.", "imageio.")
+#: Files that hold no device tensors by construction: scheduler and GradScaler states are
+#: python numbers, RNG states are CPU byte tensors, metadata and in-memory buffers are local.
+HOST_STATE_FILE = re.compile(r"sched|scaler|rng|random|meta|config|hparam|vocab|buffer|bytes|BytesIO", re.IGNORECASE)
 #: Tensor methods that wait for the accelerator and copy to the host.
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
 #: Builtins that read a tensor's value on the host.
