@@ -238,7 +238,9 @@ class UnregisteredModuleState(Rule):
 parameters, buffers and registered submodules. A tensor assigned as a plain
 attribute stays on the CPU when the model moves, and modules kept in a python
 list or dict are invisible: their weights stay on the CPU, are not trained by
-an optimizer built from `model.parameters()`, and are not saved.
+an optimizer built from `model.parameters()`, and are not saved. (A CPU tensor
+attribute is reported only when a method uses it with something that may live on
+the module's device: constants used only for CPU bookkeeping are fine.)
 """
     example = """
 class Net(nn.Module):
@@ -262,6 +264,8 @@ class Net(nn.Module):
         super().__init__()
         self.scale = torch.ones(16)  # expect: DEV105
         self.blocks = [nn.Linear(16, 16) for _ in range(4)]  # expect: DEV105
+    def forward(self, x):
+        return x * self.scale
 """,)
     valid = ("""
 import torch
@@ -273,6 +277,10 @@ class Net(nn.Module):
         self.weight = nn.Parameter(torch.zeros(16))
         self.blocks = nn.ModuleList([nn.Linear(16, 16) for _ in range(4)])
         self.temperature = torch.tensor(0.5)
+        self.sizes = torch.tensor([16, 32, 64])
+    def forward(self, x):
+        widths = self.sizes.tolist()
+        return x * self.scale / self.temperature
 """,)
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
