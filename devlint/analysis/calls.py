@@ -401,8 +401,9 @@ class CallEvaluator:
             location = positional[1] if len(positional) > 1 else None
         device = UNKNOWN  # without map_location tensors return to the device they were saved from
         source = self.program.module.code_for_node(args[0].node.value) if args else ""
-        if location is None and not env.guarded and not api.HOST_STATE_FILE.search(source):
-            self.record_misuse(node, LOAD_WITHOUT_MAP_LOCATION, "torch.load")
+        if location is None:
+            if not env.guarded and not api.HOST_STATE_FILE.search(source):
+                self.record_misuse(node, LOAD_WITHOUT_MAP_LOCATION, "torch.load")
         else:
             device = self.device_argument(location.node.value, location.value, env) or UNKNOWN
         return Value(kind=BATCH, device=device, origin=node, source=SOURCE_LOAD)

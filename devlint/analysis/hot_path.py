@@ -16,7 +16,7 @@ import libcst as cst
 from . import torch_api as api
 from .facts import CREATED_THEN_MOVED, HOST_PREPROCESSING, MODEL_MOVED_IN_LOOP, HostSync, HotPathWaste, LoaderFeed, Operand
 from .lattice import HOST, SOURCE_FACTORY, SOURCE_LOADER, SYMBOLIC, TENSOR, BATCH, Value
-from .names import dotted_name, last_identifier
+from .names import dotted_name, last_identifier, sub_expressions
 
 #: A branch on these runs only now and then: a logging or checkpoint interval.
 _INTERVAL_WORDS = re.compile(r"log|print|verbose|display|report|interval|every|freq|debug|eval|save|checkpoint|writer", re.IGNORECASE)
@@ -40,16 +40,13 @@ def on_accelerator(value: Value) -> bool:
 
 def is_interval_test(test: cst.BaseExpression) -> bool:
     """`if step % 100 == 0`, `if i % args.log_every == 0`, `if should_log:`."""
-    stack: List[cst.CSTNode] = [test]
-    while stack:
-        node = stack.pop()
+    for node in sub_expressions(test):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
             return True
         if isinstance(node, cst.Name) and _INTERVAL_WORDS.search(node.value):
             return True
         if isinstance(node, cst.Attribute) and _INTERVAL_WORDS.search(node.attr.value):
             return True
-        stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
     return False
 
 

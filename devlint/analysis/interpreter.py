@@ -25,7 +25,7 @@ from .lattice import (
 )
 from .hot_path import is_interval_test
 from .project import absolute_import
-from .names import dotted_name, last_identifier, string_value
+from .names import dotted_name, last_identifier, string_value, sub_expressions
 
 if TYPE_CHECKING:  # pragma: no cover
     from .program import ClassInfo, Program
@@ -603,7 +603,13 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def eval_BooleanOperation(self, node: cst.BooleanOperation, env: Env) -> Value:
         left = self.eval(node.left, env)
-        right = self.eval(node.right, env)
+        if mentions_device(node.left) and not env.guarded:
+            # `x.device.type != "cuda" or torch.cuda.f(x.device)`: the right side runs only on one device
+            guarded = env.copy()
+            guarded.guarded = True
+            right = self.eval(node.right, guarded)
+        else:
+            right = self.eval(node.right, env)
         if "availability" in (left.source, right.source):
             return Value(kind=HOST, source="availability")
         return join_values(left, right)
@@ -638,20 +644,13 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
 def mentions_device(expression: cst.BaseExpression) -> bool:
     """Does an expression name a device, an accelerator or its availability anywhere?"""
-    stack: List[cst.CSTNode] = [expression]
-    while stack:
-        node = stack.pop()
+    for node in sub_expressions(expression):
         if isinstance(node, cst.Name) and _DEVICE_FLAG.search(node.value):
             return True
-        if isinstance(node, cst.Attribute):
-            if _DEVICE_FLAG.search(node.attr.value):
-                return True
-            stack.append(node.value)
-            continue
-        if isinstance(node, (cst.SimpleString, cst.FormattedStringText)) and _DEVICE_FLAG.search(
-                node.value if isinstance(node, cst.FormattedStringText) else node.value[:40]):
+        if isinstance(node, cst.Attribute) and _DEVICE_FLAG.search(node.attr.value):
             return True
-        stack.extend(child for child in node.children if isinstance(child, cst.CSTNode))
+        if isinstance(node, cst.SimpleString) and _DEVICE_FLAG.search(node.value[:40]):
+            return True
     return False
 
 

@@ -45,6 +45,7 @@ class ProjectPlace:
         self.is_package = is_package
         self.names = names          # dotted names of every checked file
         self.index = index          # None in phase 1
+        self.needs: Set[tuple] = set()  # phase 1: project names whose meaning would change the analysis
 
     def owns(self, qualname: str) -> bool:
         """Does `qualname` name something defined in a checked file?"""
@@ -52,20 +53,29 @@ class ProjectPlace:
         return any(".".join(parts[:i]) in self.names for i in range(1, len(parts)))
 
     def is_module_class(self, qualname: str) -> bool:
-        return self.index is not None and bool(self.index.is_module_class(self.root, qualname))
+        if self.index is None:
+            if self.owns(qualname):
+                self.needs.add(("base", qualname))
+            return False
+        return bool(self.index.is_module_class(self.root, qualname))
 
     def call(self, qualname: str, node, args, env) -> Optional[Value]:
         """Calling a project class or function: its summary, or a reference to resolve later."""
         if not self.owns(qualname):
             return None
         if self.index is None:
+            self.needs.add(("call", qualname))
             return Value(kind=ANY, cls=qualname, source=PROJECT_SOURCE, origin=node)
         positional = [a.value for a in args if a.keyword is None and not a.node.star]
         keywords = {a.keyword: a.value for a in args if a.keyword is not None}
         return self.index.call(self.root, qualname, node, env.default_device, positional, keywords)
 
     def value(self, qualname: str, node) -> Optional[Value]:
-        if self.index is None or not self.owns(qualname):
+        if not self.owns(qualname):
+            return None
+        if self.index is None:
+            if api.is_device_name(qualname.rsplit(".", 1)[-1]):  # what other files export: chosen devices
+                self.needs.add(("value", qualname))
             return None
         return self.index.value(self.root, qualname, node)
 
@@ -419,7 +429,8 @@ class Program:
             return UNKNOWN_VALUE
         annotation = dotted_name(param.annotation.annotation) if param.annotation is not None else None
         device = self.self_device()
-        if info.name == "forward" and (index == 0 or annotation in _TENSOR_ANNOTATIONS) and param.default is None:
+        tensor_like = annotation in _TENSOR_ANNOTATIONS or (index == 0 and param.annotation is None)
+        if info.name == "forward" and tensor_like and param.default is None:
             return Value(kind=TENSOR, device=device, origin=param)
         if info.name in _LIGHTNING_STEPS and index == 0:
             return Value(kind=BATCH, device=device, origin=param)

@@ -128,11 +128,10 @@ class ProjectIndex:
     def is_module_class(self, root: str, qualname: str, depth: int = 0) -> Optional[bool]:
         if depth > _MAX_DEPTH:
             return None
-        if qualname in api.MODULE_BASES or api.is_nn_module_class(qualname) or qualname.endswith(api.MODULE_BASE_NAMES):
-            return True
         found = self.lookup(root, qualname)
         if found is None or found[0] != "class":
-            return None
+            known = qualname in api.MODULE_BASES or api.is_nn_module_class(qualname) or qualname.endswith(api.MODULE_BASE_NAMES)
+            return True if known else None
         _, data, summary = found
         if data["module"] is not None:
             return data["module"]
@@ -191,21 +190,29 @@ class ProjectIndex:
         return self.digest_for(summary) if summary is not None else ""
 
     def digest_for(self, summary: Exports) -> str:
-        """A stable fingerprint of everything this file's imports resolve to."""
-        resolved = []
-        for local, target in sorted(summary["imports"].items()):
-            found = self.lookup(summary["root"], target)
-            if found is not None:
-                kind, data, _ = found
-                verdict = self.is_module_class(summary["root"], target) if kind == "class" else None
-                resolved.append((local, kind, repr(sorted(data.items())), verdict))
-        return repr(resolved) if resolved else ""
+        """A stable fingerprint of what the index tells this file; empty when it tells nothing new
+        (then phase 1's result stands and the file is not analysed again)."""
+        root = summary["root"]
+        told = []
+        for use, target in summary["needs"]:
+            found = self.lookup(root, target)
+            if found is None:
+                continue
+            kind, data, _ = found
+            if kind == "class":
+                if use != "value" and self.is_module_class(root, target):
+                    told.append((use, target, "module", data["stateful"]))
+            elif kind == "function" and use == "call" and data["result"] is not None:
+                told.append((use, target, repr(sorted(data["result"].items()))))
+            elif kind == "value" and use == "value":
+                told.append((use, target, repr(sorted(data.items()))))
+        return repr(told) if told else ""
 
 
 def summarise(program, root: str, module: str, is_package: bool) -> Exports:
     """The phase-1 summary of one analysed file (see `ProjectIndex`)."""
     summary: Exports = {"root": root, "module": module, "package": is_package, "imports": {},
-                        "classes": {}, "functions": {}, "values": {}}
+                        "classes": {}, "functions": {}, "values": {}, "needs": sorted(program.place.needs)}
     for name, value in program.module_env.values.items():
         if "." in name:
             continue
@@ -236,7 +243,7 @@ def summarise_imports(module, root: str, name: str, is_package: bool) -> Exports
     from .names import dotted_name
 
     summary: Exports = {"root": root, "module": name, "package": is_package, "imports": {},
-                        "classes": {}, "functions": {}, "values": {}}
+                        "classes": {}, "functions": {}, "values": {}, "needs": []}
     for statement in module.body:
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
