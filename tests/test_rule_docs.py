@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -33,3 +34,10 @@ def test_inline_snippets(rule):
     for snippet in rule.valid:
         assert not expectations(snippet)
         assert not mismatch_report(snippet, f"{rule.code}-valid.py")
+
+
+def test_readme_lists_every_rule_with_its_severity():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    for rule in ALL_RULES:
+        default = "yes" if rule.default_enabled else "no (opt-in)"
+        assert f"| {rule.code} | {rule.name} | {rule.severity} | {default} |" in readme, rule.code
