@@ -24,7 +24,7 @@ from .lattice import (
     SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, symbolic,
 )
 from .names import dotted_name, string_value
-from .project import PROJECT_SOURCE, ProjectIndex
+from .project import PROJECT_SOURCE, ProjectIndex, export_value
 
 MANUAL_REGISTRATION = frozenset({"add_module", "register_module"})
 
@@ -46,6 +46,7 @@ class ProjectPlace:
         self.names = names          # dotted names of every checked file
         self.index = index          # None in phase 1
         self.needs: Set[tuple] = set()  # phase 1: project names whose meaning would change the analysis
+        self.calls: List[list] = []     # phase 1: [callee, positional, keywords] of calls into the project
 
     def owns(self, qualname: str) -> bool:
         """Does `qualname` name something defined in a checked file?"""
@@ -65,10 +66,18 @@ class ProjectPlace:
             return None
         if self.index is None:
             self.needs.add(("call", qualname))
+            self.calls.append([qualname, [export_value(a.value) for a in args if a.keyword is None and not a.node.star],
+                               {a.keyword: export_value(a.value) for a in args if a.keyword is not None}])
             return Value(kind=ANY, cls=qualname, source=PROJECT_SOURCE, origin=node)
         positional = [a.value for a in args if a.keyword is None and not a.node.star]
         keywords = {a.keyword: a.value for a in args if a.keyword is not None}
         return self.index.call(self.root, qualname, node, env.default_device, positional, keywords)
+
+    def incoming(self, function: str, params: List[cst.Param]) -> Optional[Dict[str, Value]]:
+        """What a function of this file receives from its only call, made in another file."""
+        if self.index is None:
+            return None
+        return self.index.incoming(self.root, self.module, function, params)
 
     def value(self, qualname: str, node) -> Optional[Value]:
         if not self.owns(qualname):
@@ -149,7 +158,7 @@ class Program:
             for method in info.methods.values():
                 self.analyse(method)
         for info in list(self.functions.values()):
-            self.analyse(info)
+            self.analyse(info, arguments=self._arguments_from_other_files(info))
         self.facts.unregistered_state = [fact for fact in self.facts.unregistered_state if self._still_unregistered(fact)]
         return self.facts
 
@@ -448,6 +457,13 @@ class Program:
                 return UNKNOWN_VALUE
             self.analyse(info, guarded=guarded, arguments=self._only_call_arguments(info, args))
         return self._specialise(info, info.result, node, args, skip_first=False)
+
+    def _arguments_from_other_files(self, info: FunctionInfo) -> Optional[Dict[str, Value]]:
+        if info.owner is not None or info.result is not None or len(info.outer) != 1:
+            return None  # methods, nested functions, and functions already analysed from a call here
+        if len(re.findall(rf"\b{re.escape(info.name)}\b", self.source)) != 1:
+            return None  # used in this file too
+        return self.place.incoming(info.name, info.parameters())
 
     def _only_call_arguments(self, info: FunctionInfo, args) -> Optional[Dict[str, Value]]:
         """Values the function surely receives: those of its only call in the file."""

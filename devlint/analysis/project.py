@@ -95,6 +95,7 @@ class ProjectIndex:
             self.modules[(summary["root"], summary["module"])] = summary
             self.roots_by_name.setdefault(summary["module"], []).append(summary["root"])
         self.names = frozenset(self.roots_by_name)
+        self._contexts: Optional[Dict[Tuple[str, str, str], List[list]]] = None
 
     # --- finding things ---------------------------------------------------------
 
@@ -184,6 +185,34 @@ class ProjectIndex:
             value = value.with_device(device, node)
         return value if value.device.known or value.kind != ANY else None
 
+    # --- calls into a file from the others ---------------------------------------------
+
+    def contexts(self) -> Dict[Tuple[str, str, str], List[list]]:
+        """Every call of a project function, by the function's (root, module, name)."""
+        if self._contexts is None:
+            self._contexts = {}
+            for summary in self.modules.values():
+                for callee, positional, keywords in summary.get("calls", ()):
+                    found = self.lookup(summary["root"], callee)
+                    if found is not None and found[0] == "function":
+                        home = found[2]
+                        key = (home["root"], home["module"], callee.rsplit(".", 1)[-1])
+                        self._contexts.setdefault(key, []).append([positional, keywords])
+        return self._contexts
+
+    def incoming(self, root: str, module: str, function: str, params) -> Optional[Dict[str, Value]]:
+        """The arguments of a function's only call in the project, bound to its parameters."""
+        calls = self.contexts().get((root, module, function), [])
+        if len(calls) != 1:
+            return None
+        positional, keywords = calls[0]
+        by_name = {p.name.value: p for p in params}
+        names = list(by_name)
+        bound = dict(zip(names, positional))
+        bound.update(keywords)
+        return {name: import_value(data, by_name[name]) for name, data in bound.items()
+                if data is not None and name in by_name}
+
     def digest_for_path(self, path: str) -> str:
         root, module, _ = module_name(path)
         summary = self.modules.get((root, module))
@@ -206,13 +235,18 @@ class ProjectIndex:
                 told.append((use, target, repr(sorted(data["result"].items()))))
             elif kind == "value" and use == "value":
                 told.append((use, target, repr(sorted(data.items()))))
+        for name in summary["functions"]:
+            calls = self.contexts().get((root, summary["module"], name), [])
+            if len(calls) == 1 and any(calls[0][0]) or len(calls) == 1 and any(calls[0][1].values()):
+                told.append(("incoming", name, repr(calls[0])))
         return repr(told) if told else ""
 
 
 def summarise(program, root: str, module: str, is_package: bool) -> Exports:
     """The phase-1 summary of one analysed file (see `ProjectIndex`)."""
     summary: Exports = {"root": root, "module": module, "package": is_package, "imports": {},
-                        "classes": {}, "functions": {}, "values": {}, "needs": sorted(program.place.needs)}
+                        "classes": {}, "functions": {}, "values": {}, "needs": sorted(program.place.needs),
+                        "calls": program.place.calls}
     for name, value in program.module_env.values.items():
         if "." in name:
             continue
