@@ -12,7 +12,7 @@ from typing import List, NamedTuple, Optional, Tuple
 import libcst as cst
 
 from . import torch_api as api
-from .device_choice import names_rank
+from .device_choice import PER_RANK
 from .facts import (
     ACCELERATOR_DEFAULT, LOAD_WITHOUT_MAP_LOCATION, MODEL_CALL, OPERATION, UNGUARDED_CUDA_API, ApiMisuse,
     DeviceIdsMismatch, DeviceMismatch, DiscardedMove, HostConversion, MoveBeforeWrap, Operand, OptimizerBeforeMove,
@@ -135,7 +135,9 @@ class CallEvaluator:
             if offender.value.origin is not None:
                 self.program.unregistered_used.add(id(offender.value.origin))
             return
-        if self.report_once(offender.value, offender.node):
+        # A model left on the CPU is one root cause however many inputs reach it.
+        root = anchor if context == MODEL_CALL and anchor.value.device.is_cpu else offender
+        if self.report_once(root.value, root.node):
             self.program.facts.mismatches.append(DeviceMismatch(node, context, anchor, offender, operation))
 
     def check_operands(self, node, operands: List[Tuple[cst.CSTNode, Value]], operation: str, arithmetic: bool) -> Value:
@@ -233,8 +235,6 @@ class CallEvaluator:
         """The device an argument places something on, noted for the portability rules."""
         target = self.device_argument(arg.node.value, arg.value, env)
         if target is not None:
-            if target.kind == SYMBOLIC and names_rank(arg.node.value):
-                self.note_rank_device(arg.node.value)
             self.note_placement(target, arg.value if arg.value.kind == DEVICE else None, use, env)
         return target
 
@@ -263,7 +263,7 @@ class CallEvaluator:
             return Value(kind=HOST)
         if qualname in api.CUDA_ONLY_APIS:
             if qualname in api.SET_DEVICE:
-                self.program.facts.distributed.rank_pinned = True
+                self.program.facts.distributed.set_device = True
             if not env.guarded:
                 self.record_misuse(node, UNGUARDED_CUDA_API, qualname)
             return Value(kind=HOST)
@@ -305,7 +305,7 @@ class CallEvaluator:
             return self.wrap_parallel(qualname, node, args)
         if api.is_nn_module_class(qualname):
             return self.nn_module(name, node, args, env)
-        if qualname.startswith(api.OPTIMIZER_PREFIX) and name[:1].isupper():
+        if qualname.startswith(api.OPTIMIZER_PREFIX) and name[:1].isupper() and not qualname.startswith(api.NOT_OPTIMIZERS):
             return self.optimizer(name, node, args, env)
         if api.is_model_factory(qualname):
             self.note_created(id(node))
@@ -371,8 +371,7 @@ class CallEvaluator:
         device = first.value.device if first.value.kind == DEVICE else UNKNOWN
         if device.known and len(positional) > 1:
             index = integer_value(positional[1].node.value)
-            device = replace(device, index=index)
-            self.note_rank_device(positional[1].node.value)
+            device = replace(device, index=index, key="" if index is not None else PER_RANK)  # ("cuda", local_rank)
         return Value(kind=DEVICE, device=device, origin=node)
 
     def factory(self, name: str, node: cst.Call, args: List[Arg], env, default: Device) -> Value:
@@ -381,6 +380,8 @@ class CallEvaluator:
         if device_kw is not None:
             device = self.placement(device_kw, node, env) or UNKNOWN
         scalar: Optional[bool] = False
+        if name in api.SCALAR_FACTORIES and device_kw is None and args and args[0].value.kind in (TENSOR, BATCH):
+            return replace(args[0].value, kind=TENSOR, origin=node)  # `torch.as_tensor(t)` stays where t is
         if name in api.SCALAR_FACTORIES:
             data = args[0].node.value if args else None
             if isinstance(data, (cst.Integer, cst.Float)) or (isinstance(data, cst.UnaryOperation) and isinstance(data.expression, (cst.Integer, cst.Float))):
@@ -696,6 +697,8 @@ class CallEvaluator:
                 wrong = [v for v in parts if placed(v) and conflicts(device, v.device) and v.scalar is not True]
                 if wrong:
                     self.record_mismatch(node, MODEL_CALL, Operand(callee_node, callee), Operand(expr, wrong[0]), operation)
+                    if device.is_cpu:
+                        device = UNKNOWN  # a model left on the CPU: its outputs are no new root cause
         if not device.known:
             accelerated = [v for _, v in inputs if placed(v) and not v.device.is_cpu]
             device = accelerated[0].device if accelerated else UNKNOWN
@@ -726,6 +729,11 @@ class CallEvaluator:
             if device_kw is not None:
                 device = self.device_argument(device_kw.node.value, device_kw.value, env) or UNKNOWN
             return Value(kind=TENSOR, device=device, origin=node, source=SOURCE_FACTORY, scalar=False, explicit_device=True)
+        if name == "type" and args and args[0].value.kind == REF:  # `x.type(torch.cuda.FloatTensor)` moves too
+            cls = args[0].value.cls
+            device = api.tensor_type_device(cls) or (receiver.device if api.is_dtype(cls) else UNKNOWN)
+            return Value(kind=TENSOR, device=device, origin=node if device != receiver.device else receiver.origin,
+                         source=receiver.source if device == receiver.device else "", scalar=receiver.scalar)
         if name == "type_as" and args:
             return Value(kind=TENSOR, device=args[0].value.device, origin=node, scalar=receiver.scalar)
         if name in api.OPERAND_METHODS:

@@ -15,10 +15,11 @@ import libcst as cst
 from . import torch_api as api
 from .facts import UnguardedAccelerator, VisibleDevicesTooLate
 from .lattice import ANY, CUDA, DEVICE, SELECTED, SYMBOLIC, UNGUARDED, Device, Value
-from .names import dotted_name, integer_value, string_value
+from .names import dotted_name, string_value
 from .project import PROJECT_SOURCE
 
-_RANK_WORDS = ("rank", "gpu", "local", "device_id", "dev_id")
+#: The key of a CUDA device whose index is computed (`f"cuda:{local_rank}"`): each process picks its own.
+PER_RANK = "per-rank"
 
 
 class DeviceChoiceTracker:
@@ -40,17 +41,12 @@ class DeviceChoiceTracker:
             return
         evidence = self.program.facts.distributed
         root = device_value.origin if device_value is not None and device_value.origin is not None else use
-        if device.kind in (CUDA, UNGUARDED, SELECTED) and device.index is None:
+        if device.kind in (CUDA, UNGUARDED, SELECTED) and device.index is None and device.key != PER_RANK:
             evidence.shared_placements.append(root)
         imported = device_value is not None and device_value.source == PROJECT_SOURCE
         if device.kind == UNGUARDED and not env.guarded and not imported:  # an imported root is reported at home
             chosen = self.chosen_device_in_scope(env) if bare_cuda else ""
             self.program.facts.unguarded.append(UnguardedAccelerator(root, use, chosen, bare_cuda))
-
-    def note_rank_device(self, index_expr: cst.BaseExpression) -> None:
-        """`.cuda(local_rank)`, `torch.device("cuda", rank)`: each rank picks its own GPU."""
-        if integer_value(index_expr) is None:
-            self.program.facts.distributed.rank_pinned = True
 
     def chosen_device_in_scope(self, env) -> str:
         """A device the code chose (SELECTED, a parameter, `args.device`) that a `.cuda()` ignores."""
@@ -83,8 +79,3 @@ def environment_key(target: cst.Subscript) -> Optional[cst.BaseExpression]:
         return None
     index = target.slice[0].slice
     return index.value if isinstance(index, cst.Index) else None
-
-
-def names_rank(expr: cst.BaseExpression) -> bool:
-    name = (dotted_name(expr) or "").rsplit(".", 1)[-1].lower()
-    return any(word in name for word in _RANK_WORDS)

@@ -99,7 +99,7 @@ class DistributedEvidence:
     """File-wide evidence for DEV205: does every rank pick its own GPU?"""
     setup: Optional[cst.CSTNode] = None         # DDP construction or init_process_group
     requires_accelerator: bool = False          # NCCL, or DDP with device_ids
-    rank_pinned: bool = False                   # set_device(...) or a per-rank device index
+    set_device: bool = False                    # torch.cuda.set_device(...): plain "cuda" is this rank's GPU
     shared_placements: List[cst.CSTNode] = field(default_factory=list)  # placements on "cuda" with no index
 
 

@@ -15,7 +15,7 @@ import libcst as cst
 
 from . import torch_api as api
 from .calls import CallEvaluator
-from .device_choice import DeviceChoiceTracker, environment_key
+from .device_choice import PER_RANK, DeviceChoiceTracker, environment_key
 from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
 from .hot_path import HotPathTracker
@@ -210,7 +210,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             else_env = self.exec_if(node.orelse, else_env)
         elif isinstance(node.orelse, cst.Else):
             else_env = self.exec_suite(node.orelse.body, else_env)
-        return join_envs(then_env, else_env, split)
+        joined = join_envs(then_env, else_env, split)
+        if split and not (then_env.dead or else_env.dead):
+            joined.guarded = env.guarded  # the guard covers the branches, not what follows them
+        return joined
 
     def is_device_choice(self, test: cst.BaseExpression, value: Value) -> bool:
         """Does this test choose between an accelerator and the CPU?"""
@@ -257,10 +260,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return state
 
         over_loader = SOURCE_LOADER in (element.source, *(item.source for item in element.items))
+        guarded = env.guarded
         if mentions_device(node.iter):  # `for i in range(torch.cuda.device_count()):` runs only with devices
             env = env.copy()
             env.guarded = True
         result = self.exec_loop_body(env, run_once, node.target, over_loader)
+        result.guarded = guarded
         if node.orelse is not None:
             result = self.exec_suite(node.orelse.body, result)
         return result
@@ -465,9 +470,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 self.note_sync(part.expression, value, part, "f-string")
         head = node.parts[0] if node.parts else None
         if isinstance(head, cst.FormattedStringText) and head.value.startswith(("cuda:", "cuda")):
+            device = self.accelerator_literal(api.parse_device_string("cuda"), env)
             if head.value.startswith("cuda:") and len(node.parts) > 1:
-                self.note_rank_device(node.parts[1].expression)  # f"cuda:{local_rank}"
-            return Value(kind=DEVICE, device=self.accelerator_literal(api.parse_device_string("cuda"), env), origin=node)
+                device = replace(device, key=PER_RANK)  # f"cuda:{local_rank}"
+            return Value(kind=DEVICE, device=device, origin=node)
         return Value(kind=HOST)
 
     def string_value(self, text: Optional[str], node: cst.CSTNode, env: Env) -> Value:
@@ -570,7 +576,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
     def binary(self, node, left_node, left: Value, right_node, right: Value, operator: str, env: Env) -> Value:
         if left.kind not in (TENSOR, BATCH) and right.kind not in (TENSOR, BATCH):
             if operator == "+" and (string_value(left_node) or "").startswith("cuda:"):  # "cuda:" + str(gpu)
-                return Value(kind=DEVICE, device=self.accelerator_literal(api.parse_device_string("cuda"), env), origin=node)
+                device = replace(self.accelerator_literal(api.parse_device_string("cuda"), env), key=PER_RANK)
+                return Value(kind=DEVICE, device=device, origin=node)
             if left.kind == HOST and right.kind == HOST:
                 return Value(kind=HOST, source=left.source or right.source, origin=left.origin or right.origin)
             loader_data = next((v for v in (left, right) if v.kind == HOST and v.source == SOURCE_LOADER), None)

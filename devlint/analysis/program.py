@@ -461,13 +461,13 @@ class Program:
     def _arguments_from_other_files(self, info: FunctionInfo) -> Optional[Dict[str, Value]]:
         if info.owner is not None or info.result is not None or len(info.outer) != 1:
             return None  # methods, nested functions, and functions already analysed from a call here
-        if len(re.findall(rf"\b{re.escape(info.name)}\b", self.source)) != 1:
+        if len(_uses_of(info.name, self.source)) != 1:
             return None  # used in this file too
         return self.place.incoming(info.name, info.parameters())
 
     def _only_call_arguments(self, info: FunctionInfo, args) -> Optional[Dict[str, Value]]:
         """Values the function surely receives: those of its only call in the file."""
-        if len(re.findall(rf"\b{re.escape(info.name)}\b", self.source)) != 2:  # the def and this call
+        if len(_uses_of(info.name, self.source)) != 2:  # the def and this call
             return None
         names = [p.name.value for p in info.parameters()]
         bound: Dict[str, Value] = {}
@@ -515,9 +515,17 @@ class Program:
             argument = bound[value.device.key]
             device = argument.device if argument.kind in (DEVICE, TENSOR, BATCH, MODULE) else UNKNOWN
             value = replace(value, device=device)
-        if value.kind == MODULE:
+        if value.kind in (MODULE, OPTIMIZER) and value.ident is not None:
+            # each call makes new objects; an optimizer returned beside its model keeps pointing at it
+            value = replace(value, ident=hash((id(node), value.ident)))
+        elif value.kind == MODULE:
             value = replace(value, ident=id(node))
         return value
+
+
+def _uses_of(name: str, source: str) -> List[str]:
+    """Places a top-level name is mentioned (its def included), not attributes of the same name."""
+    return re.findall(rf"(?<![\w.]){re.escape(name)}\b(?!\s*=(?!=))", source)  # not `train=True` keywords
 
 
 def _informative(value: Value) -> bool:

@@ -15,16 +15,17 @@ that also breaks import cycles.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import torch_api as api
-from .lattice import ANY, CLASS, DEVICE, FUNCTION, MODULE, REF, UNKNOWN, Device, Value
+from .lattice import ANY, CLASS, DEVICE, FUNCTION, MODULE, REF, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value
 
 #: Kinds worth exporting as module-level values.
 _VALUE_KINDS = frozenset({DEVICE, MODULE})
 #: Kinds a function result must have to be worth exporting.
-_RESULT_KINDS = frozenset({DEVICE, MODULE, "tensor", "batch", "loader", ANY})
+_RESULT_KINDS = frozenset({DEVICE, MODULE, "tensor", "batch", "loader", ANY, TUPLE})
 PROJECT_SOURCE = "project"
 _MAX_DEPTH = 8
 
@@ -63,6 +64,12 @@ def absolute_import(module: str, is_package: bool, level: int, target: str) -> O
 
 def export_value(value: Value, params: Iterable[str] = ()) -> Optional[dict]:
     """Plain data for a value another file may receive; None when it says nothing."""
+    if value.kind == TUPLE and value.items:  # `return images.to(device), labels.to(device)`
+        items = [export_value(item, params) for item in value.items]
+        if not any(items):
+            return None
+        return {"kind": TUPLE, "device": [UNKNOWN.kind, None, ""], "source": "", "stateful": None, "ref": "",
+                "items": items}
     device = value.device
     if device.kind == "symbolic" and device.key not in params:
         device = UNKNOWN
@@ -77,6 +84,9 @@ def export_value(value: Value, params: Iterable[str] = ()) -> Optional[dict]:
 
 def import_value(data: dict, node) -> Value:
     """A value from another file; devices keep the mark, so their root is reported only there."""
+    if data["kind"] == TUPLE:
+        return Value(kind=TUPLE, origin=node, items=tuple(
+            import_value(item, node) if item is not None else UNKNOWN_VALUE for item in data["items"]))
     kind, index, key = data["device"]
     source = PROJECT_SOURCE if data["kind"] == DEVICE else data["source"] if data["source"] != PROJECT_SOURCE else ""
     return Value(kind=data["kind"], device=Device(kind, index, key), origin=node, source=source,
@@ -178,11 +188,7 @@ class ProjectIndex:
                 return None
             device = Device(*data["device"])
             return inner.with_device(device, node) if device.known else inner
-        value = import_value(data, node)
-        if value.device.kind == "symbolic" and value.device.key in bound:
-            argument = bound[value.device.key]
-            device = argument.device if argument.kind in (DEVICE, "tensor", "batch", MODULE) else UNKNOWN
-            value = value.with_device(device, node)
+        value = _bind(import_value(data, node), bound)
         return value if value.device.known or value.kind != ANY else None
 
     # --- calls into a file from the others ---------------------------------------------
@@ -240,6 +246,17 @@ class ProjectIndex:
             if len(calls) == 1 and any(calls[0][0]) or len(calls) == 1 and any(calls[0][1].values()):
                 told.append(("incoming", name, repr(calls[0])))
         return repr(told) if told else ""
+
+
+def _bind(value: Value, bound: Dict[str, Value]) -> Value:
+    """A summary's symbolic devices (`device` parameters) replaced by what the call passed."""
+    if value.items:
+        return replace(value, items=tuple(_bind(item, bound) for item in value.items))
+    if value.device.kind == "symbolic" and value.device.key in bound:
+        argument = bound[value.device.key]
+        device = argument.device if argument.kind in (DEVICE, "tensor", "batch", MODULE) else UNKNOWN
+        return value.with_device(device)
+    return value
 
 
 def summarise(program, root: str, module: str, is_package: bool) -> Exports:

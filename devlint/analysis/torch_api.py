@@ -19,7 +19,7 @@ FACTORIES = frozenset({
     "arange", "range", "linspace", "logspace", "eye", "tensor", "as_tensor",
     "scalar_tensor", "empty_strided", "tril_indices", "triu_indices",
     "bartlett_window", "hann_window", "hamming_window", "blackman_window",
-    "kaiser_window", "sparse_coo_tensor", "asarray", "complex", "polar",
+    "kaiser_window", "asarray",
 })
 #: ``torch.<name>(x, ...)`` creates a tensor on x's device unless ``device=``.
 LIKE_FACTORIES = frozenset({
@@ -146,6 +146,8 @@ FRAMEWORK_PLACING_METHODS = frozenset({"prepare", "prepare_data_loader", "prepar
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 TORCH_LOAD = frozenset({"torch.load"})
 OPTIMIZER_PREFIX = "torch.optim."
+#: Classes under torch.optim that are not optimizers (their `step()` is no training step).
+NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
 DEVICE_CONSTRUCTORS = frozenset({"torch.device"})
 AVAILABILITY_CHECKS = frozenset({
     "torch.cuda.is_available", "torch.backends.mps.is_available",

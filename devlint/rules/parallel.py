@@ -181,7 +181,7 @@ optimizer = torch.optim.Adagrad(model.parameters())
         for fact in facts.optimizers_before_move:
             if fact.state:
                 yield Finding(fact.node, (
-                    f"{fact.optimizer} state is created on the CPU here, before the model moves on line "
+                    f"{fact.optimizer} state lands on the CPU here, before the model moves on line "
                     f"{context.line_of(fact.move)}: step() will mix CPU state with GPU parameters"))
 
 
@@ -229,7 +229,7 @@ model = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         evidence = facts.distributed
-        if evidence.setup is None or evidence.rank_pinned or not evidence.shared_placements:
+        if evidence.setup is None or evidence.set_device or not evidence.shared_placements:
             return
         first = min(evidence.shared_placements, key=context.line_of)
         yield Finding(first, (
