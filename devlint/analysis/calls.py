@@ -91,7 +91,7 @@ class CallEvaluator:
                 if instance.ident is not None:
                     self.note_created(instance.ident)
                 return instance
-            return self.program.call_function(callee, node, args, env.guarded, self.recording)
+            return self.program.call_function(callee, node, args, env.guarded, self.recording, self.call_heat)
         if callee.kind == TOKENIZER:
             return self.tokenizer_call("__call__", node, args)
         return self.call_value(callee, func, node, args, last_identifier(func), env)
@@ -246,7 +246,7 @@ class CallEvaluator:
             env.dead = True
             return Value(kind=HOST)
         self.note_cuda_call(qualname, node)
-        project = self.program.place.call(qualname, node, args, env)
+        project = self.program.place.call(qualname, node, args, env, self.call_heat, self.recording)
         if project is not None:
             self.escape(args, env)
             if project.kind == MODULE:

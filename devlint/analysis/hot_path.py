@@ -61,11 +61,29 @@ def _names_in(target: cst.BaseExpression) -> Set[str]:
     return set()
 
 
+#: How hot a function's call site is: inside a training loop, or a loop that only steps a model.
+TRAINING = "training"
+STEPPING = "stepping"
+
+
 class HotPathTracker:
     """Mixed into `Interpreter`: loop frames and the DEV4xx facts."""
 
     frames: List[LoopFrame]
     interval_depth: int
+
+    def enter_hot_function(self, trains: bool) -> None:
+        """The whole body of a function called every step behaves like a loop body."""
+        frame = self.push_frame(None, over_loader=False)
+        frame.steps = frame.encloses_steps = True
+        frame.trains = trains
+
+    @property
+    def call_heat(self) -> str:
+        """What a function called from here inherits."""
+        if self.in_training_step:
+            return TRAINING
+        return STEPPING if any(frame.steps for frame in self.frames) and self.interval_depth == 0 else ""
 
     def push_frame(self, target: Optional[cst.BaseExpression], over_loader: bool) -> LoopFrame:
         frame = LoopFrame(_names_in(target) if target is not None else set(), over_loader)

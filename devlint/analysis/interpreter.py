@@ -18,7 +18,7 @@ from .calls import CallEvaluator
 from .device_choice import PER_RANK, DeviceChoiceTracker, environment_key
 from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
-from .hot_path import HotPathTracker
+from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
     ANY, BATCH, DEVICE, HOST, LIST, LOADER, MODULE, OBJECT, REF, SOURCE_LOADER, TENSOR,
     TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values,
@@ -55,7 +55,7 @@ class Scope:
 
 
 class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
-    def __init__(self, program: "Program", scope: Scope) -> None:
+    def __init__(self, program: "Program", scope: Scope, hot: str = "") -> None:
         self.program = program
         self.scope = scope
         self.silent = 0
@@ -67,6 +67,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.cuda_initialised = None     # the first statement that started CUDA
         self.chosen_device = ""          # a device variable this scope placed things on
         self.parameter_names = scope.parameters
+        if hot:  # a function called from a hot loop runs every step too
+            self.enter_hot_function(trains=hot == TRAINING)
 
     # --- facts ------------------------------------------------------------
 
@@ -77,7 +79,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
     @property
     def in_hot_code(self) -> bool:
         """Inside a loop or a `forward`: where DEV103 looks for factories."""
-        return self.loop_depth > 0 or self.scope.method == "forward"
+        return self.loop_depth > 0 or self.scope.method == "forward" or bool(self.frames)
 
     # --- names --------------------------------------------------------------
 

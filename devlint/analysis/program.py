@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -48,6 +48,11 @@ class ProjectPlace:
         self.needs: Set[tuple] = set()  # phase 1: project names whose meaning would change the analysis
         self.calls: List[list] = []     # phase 1: [callee, positional, keywords] of calls into the project
 
+    @property
+    def accelerated(self) -> bool:
+        """Does some file of the project put things on an accelerator?"""
+        return self.index is not None and self.index.accelerated
+
     def owns(self, qualname: str) -> bool:
         """Does `qualname` name something defined in a checked file?"""
         parts = qualname.split(".")
@@ -60,23 +65,25 @@ class ProjectPlace:
             return False
         return bool(self.index.is_module_class(self.root, qualname))
 
-    def call(self, qualname: str, node, args, env) -> Optional[Value]:
+    def call(self, qualname: str, node, args, env, heat: str = "", recording: bool = True) -> Optional[Value]:
         """Calling a project class or function: its summary, or a reference to resolve later."""
         if not self.owns(qualname):
             return None
         if self.index is None:
             self.needs.add(("call", qualname))
-            self.calls.append([qualname, [export_value(a.value) for a in args if a.keyword is None and not a.node.star],
-                               {a.keyword: export_value(a.value) for a in args if a.keyword is not None}])
+            if recording:  # once per call site: not from the silent passes over a loop
+                self.calls.append([qualname, [export_value(a.value) for a in args if a.keyword is None and not a.node.star],
+                                   {a.keyword: export_value(a.value) for a in args if a.keyword is not None}, heat])
             return Value(kind=ANY, cls=qualname, source=PROJECT_SOURCE, origin=node)
         positional = [a.value for a in args if a.keyword is None and not a.node.star]
         keywords = {a.keyword: a.value for a in args if a.keyword is not None}
         return self.index.call(self.root, qualname, node, env.default_device, positional, keywords)
 
-    def incoming(self, function: str, params: List[cst.Param]) -> Optional[Dict[str, Value]]:
-        """What a function of this file receives from its only call, made in another file."""
+    def incoming(self, function: str, params: List[cst.Param]) -> Tuple[Optional[Dict[str, Value]], str]:
+        """What a function of this file receives from its only call in another file, and how hot
+        the hottest call is."""
         if self.index is None:
-            return None
+            return None, ""
         return self.index.incoming(self.root, self.module, function, params)
 
     def value(self, qualname: str, node) -> Optional[Value]:
@@ -133,7 +140,8 @@ class Program:
         self.place = place or ProjectPlace()
         self.facts = FileFacts()
         self.reported: Set[int] = set()
-        self.accelerator_evidence = bool(_ACCELERATOR_TEXT.search(source))
+        # A model file that never says "device" is still run on one if its project does.
+        self.accelerator_evidence = bool(_ACCELERATOR_TEXT.search(source)) or self.place.accelerated
         self.module_env = Env()
         self.functions: Dict[int, FunctionInfo] = {}
         self.classes: Dict[str, ClassInfo] = {}
@@ -158,7 +166,8 @@ class Program:
             for method in info.methods.values():
                 self.analyse(method)
         for info in list(self.functions.values()):
-            self.analyse(info, arguments=self._arguments_from_other_files(info))
+            arguments, hot = self._calls_from_other_files(info)
+            self.analyse(info, arguments=arguments, hot=hot)
         self.facts.unregistered_state = [fact for fact in self.facts.unregistered_state if self._still_unregistered(fact)]
         return self.facts
 
@@ -381,14 +390,14 @@ class Program:
     # --- functions ----------------------------------------------------------------
 
     def analyse(self, info: FunctionInfo, seed: Optional[Dict[str, Value]] = None, guarded: bool = False,
-                arguments: Optional[Dict[str, Value]] = None) -> Optional[Env]:
+                arguments: Optional[Dict[str, Value]] = None, hot: str = "") -> Optional[Env]:
         """Interpret a function once; returns its final state (for `__init__`)."""
         if info.result is not None or info.running:
             return info.final_env
         info.running = True
         owner = info.owner
         scope = Scope(owner, info.name, info.outer, frozenset(p.name.value for p in info.parameters()))
-        interp = Interpreter(self, scope)
+        interp = Interpreter(self, scope, hot)
         env = Env(default_device=self.module_env.default_device, guarded=guarded or self._accelerator_only(info))
         self._bind_parameters(info, env, seed)
         for name, value in (arguments or {}).items():
@@ -445,7 +454,8 @@ class Program:
             return Value(kind=BATCH, device=device, origin=param)
         return UNKNOWN_VALUE
 
-    def call_function(self, callee: Value, node: cst.Call, args, guarded: bool = False, recording: bool = True) -> Value:
+    def call_function(self, callee: Value, node: cst.Call, args, guarded: bool = False, recording: bool = True,
+                      hot: str = "") -> Value:
         """A call of a function of this file: analysed on first call, from that call's point of view
         (its availability guard, and its arguments when it is the only call in the file).  A call met
         while a loop is still being iterated silently waits for the recording pass."""
@@ -455,14 +465,15 @@ class Program:
         if info.result is None and not info.running:
             if not recording:
                 return UNKNOWN_VALUE
-            self.analyse(info, guarded=guarded, arguments=self._only_call_arguments(info, args))
+            self.analyse(info, guarded=guarded, arguments=self._only_call_arguments(info, args), hot=hot)
         return self._specialise(info, info.result, node, args, skip_first=False)
 
-    def _arguments_from_other_files(self, info: FunctionInfo) -> Optional[Dict[str, Value]]:
+    def _calls_from_other_files(self, info: FunctionInfo) -> Tuple[Optional[Dict[str, Value]], str]:
+        """The arguments of its only call and how hot its callers are, for a function used only elsewhere."""
         if info.owner is not None or info.result is not None or len(info.outer) != 1:
-            return None  # methods, nested functions, and functions already analysed from a call here
+            return None, ""  # methods, nested functions, and functions already analysed from a call here
         if len(_uses_of(info.name, self.source)) != 1:
-            return None  # used in this file too
+            return None, ""  # used in this file too
         return self.place.incoming(info.name, info.parameters())
 
     def _only_call_arguments(self, info: FunctionInfo, args) -> Optional[Dict[str, Value]]:

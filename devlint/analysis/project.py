@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import torch_api as api
+from .hot_path import STEPPING, TRAINING
 from .lattice import ANY, CLASS, DEVICE, FUNCTION, MODULE, REF, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value
 
 #: Kinds worth exporting as module-level values.
@@ -106,6 +107,7 @@ class ProjectIndex:
             self.roots_by_name.setdefault(summary["module"], []).append(summary["root"])
         self.names = frozenset(self.roots_by_name)
         self._contexts: Optional[Dict[Tuple[str, str, str], List[list]]] = None
+        self.accelerated = any(summary.get("accelerated") for summary in self.modules.values())
 
     # --- finding things ---------------------------------------------------------
 
@@ -198,26 +200,28 @@ class ProjectIndex:
         if self._contexts is None:
             self._contexts = {}
             for summary in self.modules.values():
-                for callee, positional, keywords in summary.get("calls", ()):
+                for callee, positional, keywords, heat in summary.get("calls", ()):
                     found = self.lookup(summary["root"], callee)
                     if found is not None and found[0] == "function":
                         home = found[2]
                         key = (home["root"], home["module"], callee.rsplit(".", 1)[-1])
-                        self._contexts.setdefault(key, []).append([positional, keywords])
+                        self._contexts.setdefault(key, []).append([positional, keywords, heat])
         return self._contexts
 
-    def incoming(self, root: str, module: str, function: str, params) -> Optional[Dict[str, Value]]:
-        """The arguments of a function's only call in the project, bound to its parameters."""
+    def incoming(self, root: str, module: str, function: str, params) -> Tuple[Optional[Dict[str, Value]], str]:
+        """The arguments of a function's only call in the project, bound to its parameters, and the
+        heat of its hottest call (a function called from a training loop runs every step)."""
         calls = self.contexts().get((root, module, function), [])
+        heats = {call[2] for call in calls}
+        heat = TRAINING if TRAINING in heats else STEPPING if STEPPING in heats else ""
         if len(calls) != 1:
-            return None
-        positional, keywords = calls[0]
+            return None, heat
+        positional, keywords, _ = calls[0]
         by_name = {p.name.value: p for p in params}
-        names = list(by_name)
-        bound = dict(zip(names, positional))
+        bound = dict(zip(list(by_name), positional))
         bound.update(keywords)
         return {name: import_value(data, by_name[name]) for name, data in bound.items()
-                if data is not None and name in by_name}
+                if data is not None and name in by_name}, heat
 
     def digest_for_path(self, path: str) -> str:
         root, module, _ = module_name(path)
@@ -241,10 +245,12 @@ class ProjectIndex:
                 told.append((use, target, repr(sorted(data["result"].items()))))
             elif kind == "value" and use == "value":
                 told.append((use, target, repr(sorted(data.items()))))
+        if self.accelerated and not summary.get("accelerated") and any(c["module"] for c in summary["classes"].values()):
+            told.append(("accelerated",))  # its modules' forward runs on the project's device
         for name in summary["functions"]:
             calls = self.contexts().get((root, summary["module"], name), [])
-            if len(calls) == 1 and any(calls[0][0]) or len(calls) == 1 and any(calls[0][1].values()):
-                told.append(("incoming", name, repr(calls[0])))
+            if (len(calls) == 1 and (any(calls[0][0]) or any(calls[0][1].values()))) or any(c[2] for c in calls):
+                told.append(("incoming", name, repr(calls)))
         return repr(told) if told else ""
 
 
@@ -263,7 +269,7 @@ def summarise(program, root: str, module: str, is_package: bool) -> Exports:
     """The phase-1 summary of one analysed file (see `ProjectIndex`)."""
     summary: Exports = {"root": root, "module": module, "package": is_package, "imports": {},
                         "classes": {}, "functions": {}, "values": {}, "needs": sorted(program.place.needs),
-                        "calls": program.place.calls}
+                        "calls": program.place.calls, "accelerated": program.accelerator_evidence}
     for name, value in program.module_env.values.items():
         if "." in name:
             continue
