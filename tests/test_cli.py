@@ -153,18 +153,20 @@ def test_parallel_and_serial_runs_agree(tmp_path):
     assert len(json.loads(serial.stdout)) == 40
 
 
-def test_demo_reports_each_placement_bug():
+def test_demo_reports_each_bug():
     result = devlint("examples", "--output-format", "json", cwd=ROOT)
     found = {(Path(d["path"]).name, d["line"], d["code"]) for d in json.loads(result.stdout)}
     assert found == {
         ("generate_demo.py", 11, "DEV107"),
-        ("train_demo.py", 21, "DEV105"),
-        ("train_demo.py", 26, "DEV103"),
-        ("train_demo.py", 45, "DEV104"),
-        ("train_demo.py", 46, "DEV101"),
-        ("train_demo.py", 47, "DEV102"),
-        ("train_demo.py", 55, "DEV106"),
-        ("train_demo.py", 32, "DEV404"),
+        ("train_demo.py", 22, "DEV105"),
+        ("train_demo.py", 27, "DEV103"),
+        ("train_demo.py", 33, "DEV404"),
+        ("train_demo.py", 39, "DEV203"),
+        ("train_demo.py", 47, "DEV104"),
+        ("train_demo.py", 48, "DEV101"),
+        ("train_demo.py", 49, "DEV102"),
+        ("train_demo.py", 53, "DEV401"),
+        ("train_demo.py", 59, "DEV106"),
     }
 
 

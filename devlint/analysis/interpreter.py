@@ -32,8 +32,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MAX_LOOP_ITERATIONS = 4
 #: A test or loop that names one of these depends on the device (`if args.cuda:`,
-#: `if x.device.type == "cuda":`, `for i in range(torch.cuda.device_count()):`).
-_DEVICE_FLAG = re.compile(r"cuda|gpu|accel|mps|xpu|npu|device|available", re.IGNORECASE)
+#: `if x.device.type == "cuda":`, `for i in range(torch.cuda.device_count()):`), or on a
+#: distributed setup the user chose (`if not is_dist_avail_and_initialized(): return`).
+_DEVICE_FLAG = re.compile(r"cuda|gpu|accel|mps|xpu|npu|device|avail|distributed|dist_|_dist\b", re.IGNORECASE)
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 _EXPECTS_FAILURE = frozenset({"raises", "assertRaises", "assertRaisesRegex"})
 
