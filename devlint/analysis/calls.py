@@ -562,7 +562,7 @@ class CallEvaluator:
                 return self.module_method(receiver, receiver_node, name, node, args, env)
         if kind == OBJECT:
             self.escape(args, env)
-            return self.program.call_method(receiver, name, node, args)
+            return self.program.call_method(receiver, name, node, args, self)
         if kind in (TENSOR, BATCH):
             if kind == BATCH:
                 handled = self.batch_method(receiver, receiver_node, name, node, args, env, discarded)
@@ -641,7 +641,7 @@ class CallEvaluator:
             self.program.note_buffer(self, args[0].node.value, args[1].value, env)
             return Value(kind=HOST)
         if receiver.cls:
-            return self.program.call_method(receiver, name, node, args)
+            return self.program.call_method(receiver, name, node, args, self)
         return UNKNOWN_VALUE
 
     def call_value(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], name: str, env) -> Value:

@@ -122,7 +122,8 @@ class HotPathTracker:
             return
         if (receiver.source == SOURCE_FACTORY and not receiver.explicit_device and receiver.scalar is not True
                 and self.in_stepping_code
-                and last_identifier(receiver.origin) in api.FACTORIES and self.first_time("created", receiver, node)):
+                and last_identifier(receiver.origin) in api.GENERATING_FACTORIES
+                and self.first_time("created", receiver, node)):
             self.program.facts.waste.append(HotPathWaste(node, CREATED_THEN_MOVED, Operand(receiver_node, receiver)))
         loader = self.program.batch_loaders.get(id(receiver.origin)) if receiver.origin is not None else None
         options = self.program.loader_options.get(id(loader)) if loader is not None else None

@@ -24,6 +24,7 @@ from .lattice import (
     SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, symbolic,
 )
 from .names import dotted_name, string_value
+from .hot_path import TRAINING
 from .project import PROJECT_SOURCE, ProjectIndex, export_value
 
 MANUAL_REGISTRATION = frozenset({"add_module", "register_module"})
@@ -397,6 +398,8 @@ class Program:
         info.running = True
         owner = info.owner
         scope = Scope(owner, info.name, info.outer, frozenset(p.name.value for p in info.parameters()))
+        if not hot and _calls_backward(info.node.body.body):
+            hot = TRAINING  # a training step function (`loss.backward()` outside any loop) runs every step
         interp = Interpreter(self, scope, hot)
         env = Env(default_device=self.module_env.default_device, guarded=guarded or self._accelerator_only(info))
         self._bind_parameters(info, env, seed)
@@ -488,7 +491,9 @@ class Program:
         bound.update((arg.keyword, arg.value) for arg in args if arg.keyword is not None)
         return {name: value for name, value in bound.items() if name in names and _informative(value)}
 
-    def call_method(self, receiver: Value, name: str, node: cst.Call, args) -> Value:
+    def call_method(self, receiver: Value, name: str, node: cst.Call, args, caller=None) -> Value:
+        """A method of a class of this file; like `call_function`, the first call from a hot loop
+        (`self.training_step(batch)`) makes the method hot."""
         info = self.classes.get(receiver.cls)
         if info is None:
             return UNKNOWN_VALUE
@@ -496,6 +501,10 @@ class Program:
         method = info.methods.get(name)
         if method is None:
             return UNKNOWN_VALUE
+        if method.result is None and not method.running and caller is not None:
+            if not caller.recording:
+                return UNKNOWN_VALUE
+            self.analyse(method, hot=caller.call_heat)
         self.analyse(method)
         result = self._specialise(method, method.result, node, args, skip_first=True)
         if receiver.kind == MODULE and result.device == self.self_device() and result.device.kind == SYMBOLIC:
@@ -532,6 +541,26 @@ class Program:
         elif value.kind == MODULE:
             value = replace(value, ident=id(node))
         return value
+
+
+def _calls_backward(body) -> bool:
+    """Does a function body call `.backward()` outside loops (directly, or in if/with/try blocks)?"""
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                call = small.value if isinstance(small, cst.Expr) else None
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+                    return True
+        elif isinstance(statement, (cst.If, cst.With, cst.Try)):
+            inner = list(statement.body.body)
+            orelse = statement.orelse if isinstance(statement, cst.If) else None
+            if isinstance(orelse, cst.Else):
+                inner += list(orelse.body.body)
+            elif isinstance(orelse, cst.If):
+                inner.append(orelse)
+            if _calls_backward(inner):
+                return True
+    return False
 
 
 def _uses_of(name: str, source: str) -> List[str]:

@@ -34,6 +34,9 @@ HOST_FACTORIES = frozenset({
 })
 #: ``t.<name>(...)`` builds a new tensor on t's device unless ``device=``.
 NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+#: Factories that generate their values (rather than copy host data): made on the CPU and then
+#: moved, they cost an allocation and a copy that `device=` avoids entirely (DEV402).
+GENERATING_FACTORIES = FACTORIES - frozenset({"tensor", "as_tensor", "asarray", "scalar_tensor"})
 #: The size argument of these factories makes a 0-dim tensor only when empty.
 SCALAR_FACTORIES = frozenset({"tensor", "as_tensor", "scalar_tensor", "asarray"})
 

@@ -81,7 +81,8 @@ class CreatedOnHostThenMoved(Rule):
     why = """
 `torch.zeros(n).to(device)` allocates and fills a CPU tensor, then copies it over the
 PCIe bus, in every forward pass or training step. The factory can build it on the
-device directly with `device=`, which costs one kernel and no copy.
+device directly with `device=`, which costs one kernel and no copy. (A tensor built
+from host data, `torch.tensor(values)`, needs that copy anyway and is not reported.)
 """
     example = """
 def forward(self, x):
