@@ -10,6 +10,7 @@ arguments for symbolic parameter devices.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import replace
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -23,7 +24,7 @@ from .lattice import (
     ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
     SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, symbolic,
 )
-from .names import dotted_name, string_value
+from .names import dotted_name, string_value, sub_expressions
 from .hot_path import TRAINING
 from .project import PROJECT_SOURCE, ProjectIndex, export_value
 
@@ -138,6 +139,7 @@ class Program:
     def __init__(self, module: cst.Module, source: str, place: Optional[ProjectPlace] = None) -> None:
         self.module = module
         self.source = source
+        self._name_uses: Optional[Counter] = None
         self.place = place or ProjectPlace()
         self.facts = FileFacts()
         self.reported: Set[int] = set()
@@ -413,9 +415,9 @@ class Program:
 
     def _accelerator_only(self, info: FunctionInfo) -> bool:
         """A test skipped without a GPU, a `*_cuda` helper: it runs only where CUDA is."""
-        texts = [info.name] + [self.module.code_for_node(d.decorator) for d in info.node.decorators]
+        texts = [info.name] + [word for d in info.node.decorators for word in _words(d.decorator)]
         if info.owner is not None:
-            texts += [info.owner.name] + [self.module.code_for_node(d.decorator) for d in info.owner.node.decorators]
+            texts += [info.owner.name] + [word for d in info.owner.node.decorators for word in _words(d.decorator)]
         return any(api.is_accelerator_only_marker(text) for text in texts)
 
     def _bind_parameters(self, info: FunctionInfo, env: Env, seed: Optional[Dict[str, Value]]) -> None:
@@ -471,17 +473,23 @@ class Program:
             self.analyse(info, guarded=guarded, arguments=self._only_call_arguments(info, args), hot=hot)
         return self._specialise(info, info.result, node, args, skip_first=False)
 
+    def uses_of(self, name: str) -> int:
+        """How often a top-level name is mentioned in the file, its `def` included."""
+        if self._name_uses is None:
+            self._name_uses = Counter(_NAME_USE.findall(self.source))
+        return self._name_uses[name]
+
     def _calls_from_other_files(self, info: FunctionInfo) -> Tuple[Optional[Dict[str, Value]], str]:
         """The arguments of its only call and how hot its callers are, for a function used only elsewhere."""
         if info.owner is not None or info.result is not None or len(info.outer) != 1:
             return None, ""  # methods, nested functions, and functions already analysed from a call here
-        if len(_uses_of(info.name, self.source)) != 1:
+        if self.uses_of(info.name) != 1:
             return None, ""  # used in this file too
         return self.place.incoming(info.name, info.parameters())
 
     def _only_call_arguments(self, info: FunctionInfo, args) -> Optional[Dict[str, Value]]:
         """Values the function surely receives: those of its only call in the file."""
-        if len(_uses_of(info.name, self.source)) != 2:  # the def and this call
+        if self.uses_of(info.name) != 2:  # the def and this call
             return None
         names = [p.name.value for p in info.parameters()]
         bound: Dict[str, Value] = {}
@@ -563,9 +571,21 @@ def _calls_backward(body) -> bool:
     return False
 
 
-def _uses_of(name: str, source: str) -> List[str]:
-    """Places a top-level name is mentioned (its def included), not attributes of the same name."""
-    return re.findall(rf"(?<![\w.]){re.escape(name)}\b(?!\s*=(?!=))", source)  # not `train=True` keywords
+def _words(expression: cst.BaseExpression) -> List[str]:
+    """The identifiers and strings of an expression (a decorator), without generating its code."""
+    words = []
+    for node in sub_expressions(expression):
+        if isinstance(node, cst.Name):
+            words.append(node.value)
+        elif isinstance(node, cst.Attribute):
+            words.append(node.attr.value)
+        elif isinstance(node, cst.SimpleString):
+            words.append(node.value)
+    return words
+
+
+#: A name as used in code: not an attribute (`x.train`), not a keyword argument (`train=True`).
+_NAME_USE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\b(?!\s*=(?!=))")
 
 
 def _informative(value: Value) -> bool:
