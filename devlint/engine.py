@@ -23,8 +23,9 @@ from .diagnostics import Diagnostic
 from .rules import ALL_RULES, AnalysisLimitRule, Rule, SyntaxErrorRule, UnreadableFileRule
 from .rules.context import RuleContext
 
-#: A file without any of these words cannot hold a device bug: it is not parsed.
-_RELEVANT = re.compile(r"torch|cuda|device|transformers|\bmps\b")
+#: A file without any of these words cannot hold a device bug: it is not parsed. (Tensor methods
+#: count: a helper that never imports torch may still get tensors from the rest of the project.)
+_RELEVANT = re.compile(r"torch|cuda|device|transformers|\bmps\b|\.(?:backward|item|cpu|numpy|to)\(")
 _LIBCST_POSITION = re.compile(r"error at (\d+):(\d+): ")
 RECURSION_LIMIT = 12000
 

@@ -66,9 +66,14 @@ def check_file(job: Job) -> Result:
 def check_files(jobs: Sequence[Job], processes: int, progress: Optional[Progress] = None) -> List[Diagnostic]:
     names = frozenset(module_name(path)[1] for path, _, _ in jobs)
     first = _run(jobs, processes, names, None, progress)
-    index = ProjectIndex(summary for _, summary in first)
     by_path: Dict[str, List[Diagnostic]] = {job[0]: found for job, (found, _) in zip(jobs, first)}
-    again = [job for job, (_, summary) in zip(jobs, first) if summary is not None and index.digest_for(summary)]
+    try:
+        index = ProjectIndex(summary for _, summary in first)
+        again = [job for job, (_, summary) in zip(jobs, first) if summary is not None and index.digest_for(summary)]
+    except Exception:  # noqa: BLE001 - a summary we cannot use costs cross-file knowledge, never the run
+        if os.environ.get("DEVLINT_DEBUG"):
+            raise
+        again = []
     if again:
         for job, (found, _) in zip(again, _run(again, processes, names, index, None)):
             by_path[job[0]] = found

@@ -91,7 +91,7 @@ class CallEvaluator:
                 if instance.ident is not None:
                     self.note_created(instance.ident)
                 return instance
-            return self.program.call_function(callee, node, args, env.guarded, self.recording, self.call_heat)
+            return self.program.call_function(callee, node, args, env.guarded, self.recording, self.call_heat, self)
         if callee.kind == TOKENIZER:
             return self.tokenizer_call("__call__", node, args)
         return self.call_value(callee, func, node, args, last_identifier(func), env)
@@ -246,7 +246,9 @@ class CallEvaluator:
             env.dead = True
             return Value(kind=HOST)
         self.note_cuda_call(qualname, node)
-        project = self.program.place.call(qualname, node, args, env, self.call_heat, self.recording)
+        if self.program.place.trains(qualname):
+            self.note_step(trains=True)
+        project = self.program.place.call(qualname, node, args, env, self.call_heat, self.recording, self.loop_key)
         if project is not None:
             self.escape(args, env)
             if project.kind == MODULE:

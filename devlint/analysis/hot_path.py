@@ -23,9 +23,10 @@ _INTERVAL_WORDS = re.compile(r"log|print|verbose|display|report|interval|every|f
 
 
 class LoopFrame:
-    __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader")
+    __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key")
 
-    def __init__(self, targets: Set[str], over_loader: bool) -> None:
+    def __init__(self, targets: Set[str], over_loader: bool, key: Optional[int] = None) -> None:
+        self.key = key            # the loop statement's identity: calls made in the same loop share it
         self.steps = False        # calls a model, backward() or optimizer.step()
         self.encloses_steps = False  # this loop or one nested in it steps a model
         self.trains = False       # calls backward() or optimizer.step()
@@ -61,9 +62,11 @@ def _names_in(target: cst.BaseExpression) -> Set[str]:
     return set()
 
 
-#: How hot a function's call site is: inside a training loop, or a loop that only steps a model.
+#: How hot a function's call site is: inside a training loop, a loop that only steps a model,
+#: or a loop's logging interval (never hot, whatever the loop turns out to be).
 TRAINING = "training"
 STEPPING = "stepping"
+QUIET = "quiet"
 
 
 class HotPathTracker:
@@ -83,10 +86,17 @@ class HotPathTracker:
         """What a function called from here inherits."""
         if self.in_training_step:
             return TRAINING
-        return STEPPING if any(frame.steps for frame in self.frames) and self.interval_depth == 0 else ""
+        if self.interval_depth:
+            return QUIET if self.frames else ""
+        return STEPPING if any(frame.steps for frame in self.frames) else ""
 
-    def push_frame(self, target: Optional[cst.BaseExpression], over_loader: bool) -> LoopFrame:
-        frame = LoopFrame(_names_in(target) if target is not None else set(), over_loader)
+    @property
+    def loop_key(self) -> Optional[int]:
+        """The innermost loop around this point, to tell which calls share a loop body."""
+        return self.frames[-1].key if self.frames else None
+
+    def push_frame(self, target: Optional[cst.BaseExpression], over_loader: bool, key: Optional[int] = None) -> LoopFrame:
+        frame = LoopFrame(_names_in(target) if target is not None else set(), over_loader, key)
         self.frames.append(frame)
         return frame
 

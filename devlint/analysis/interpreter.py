@@ -224,12 +224,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return True
         return mentions_device(test)
 
-    def exec_loop_body(self, env: Env, run_once, target: Optional[cst.BaseExpression] = None,
+    def exec_loop_body(self, env: Env, run_once, loop: cst.CSTNode, target: Optional[cst.BaseExpression] = None,
                        over_loader: bool = False) -> Env:
         """Iterate `run_once(env) -> env` to a fixpoint, then once more recording facts."""
         head = env.copy()
         self.loop_depth += 1
-        self.push_frame(target, over_loader)
+        self.push_frame(target, over_loader, id(loop))
         try:
             return self._fixpoint(head, run_once)
         finally:
@@ -267,7 +267,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if mentions_device(node.iter):  # `for i in range(torch.cuda.device_count()):` runs only with devices
             env = env.copy()
             env.guarded = True
-        result = self.exec_loop_body(env, run_once, node.target, over_loader)
+        result = self.exec_loop_body(env, run_once, node, node.target, over_loader)
         result.guarded = guarded
         if node.orelse is not None:
             result = self.exec_suite(node.orelse.body, result)
@@ -282,7 +282,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return state
 
         self.eval(node.test, env)
-        result = self.exec_loop_body(env, run_once)
+        result = self.exec_loop_body(env, run_once, node)
         if node.orelse is not None:
             result = self.exec_suite(node.orelse.body, result)
         return result

@@ -67,7 +67,8 @@ class ProjectPlace:
             return False
         return bool(self.index.is_module_class(self.root, qualname))
 
-    def call(self, qualname: str, node, args, env, heat: str = "", recording: bool = True) -> Optional[Value]:
+    def call(self, qualname: str, node, args, env, heat: str = "", recording: bool = True,
+             loop: Optional[int] = None) -> Optional[Value]:
         """Calling a project class or function: its summary, or a reference to resolve later."""
         if not self.owns(qualname):
             return None
@@ -75,7 +76,8 @@ class ProjectPlace:
             self.needs.add(("call", qualname))
             if recording:  # once per call site: not from the silent passes over a loop
                 self.calls.append([qualname, [export_value(a.value) for a in args if a.keyword is None and not a.node.star],
-                                   {a.keyword: export_value(a.value) for a in args if a.keyword is not None}, heat])
+                                   {a.keyword: export_value(a.value) for a in args if a.keyword is not None},
+                                   heat, loop])
             return Value(kind=ANY, cls=qualname, source=PROJECT_SOURCE, origin=node)
         positional = [a.value for a in args if a.keyword is None and not a.node.star]
         keywords = {a.keyword: a.value for a in args if a.keyword is not None}
@@ -87,6 +89,10 @@ class ProjectPlace:
         if self.index is None:
             return None, ""
         return self.index.incoming(self.root, self.module, function, params)
+
+    def trains(self, qualname: str) -> bool:
+        """Is a project function a training step (so a loop calling it is a training loop)?"""
+        return self.index is not None and self.index.trains(self.root, qualname)
 
     def value(self, qualname: str, node) -> Optional[Value]:
         if not self.owns(qualname):
@@ -106,10 +112,18 @@ class FunctionInfo:
         self.result: Optional[Value] = None
         self.running = False
         self.final_env: Optional[Env] = None
+        self._trains: Optional[bool] = None
 
     @property
     def name(self) -> str:
         return self.node.name.value
+
+    @property
+    def trains(self) -> bool:
+        """A training step: `.backward()` outside any loop. A loop calling it is a training loop."""
+        if self._trains is None:
+            self._trains = _calls_backward(self.node.body.body)
+        return self._trains
 
     def parameters(self) -> List[cst.Param]:
         params = self.node.params
@@ -400,7 +414,7 @@ class Program:
         info.running = True
         owner = info.owner
         scope = Scope(owner, info.name, info.outer, frozenset(p.name.value for p in info.parameters()))
-        if not hot and _calls_backward(info.node.body.body):
+        if not hot and info.trains:
             hot = TRAINING  # a training step function (`loss.backward()` outside any loop) runs every step
         interp = Interpreter(self, scope, hot)
         env = Env(default_device=self.module_env.default_device, guarded=guarded or self._accelerator_only(info))
@@ -460,13 +474,15 @@ class Program:
         return UNKNOWN_VALUE
 
     def call_function(self, callee: Value, node: cst.Call, args, guarded: bool = False, recording: bool = True,
-                      hot: str = "") -> Value:
+                      hot: str = "", caller=None) -> Value:
         """A call of a function of this file: analysed on first call, from that call's point of view
         (its availability guard, and its arguments when it is the only call in the file).  A call met
         while a loop is still being iterated silently waits for the recording pass."""
         info = self.functions.get(id(callee.origin))
         if info is None:
             return UNKNOWN_VALUE
+        if info.trains and caller is not None:
+            caller.note_step(trains=True)
         if info.result is None and not info.running:
             if not recording:
                 return UNKNOWN_VALUE
@@ -509,6 +525,8 @@ class Program:
         method = info.methods.get(name)
         if method is None:
             return UNKNOWN_VALUE
+        if method.trains and caller is not None:
+            caller.note_step(trains=True)
         if method.result is None and not method.running and caller is not None:
             if not caller.recording:
                 return UNKNOWN_VALUE

@@ -174,6 +174,10 @@ class ProjectIndex:
             return self.resolve(summary["root"], data["result"], node, default_device, bound, depth + 1)
         return None
 
+    def trains(self, root: str, qualname: str) -> bool:
+        found = self.lookup(root, qualname)
+        return found is not None and found[0] == "function" and bool(found[1].get("trains"))
+
     def value(self, root: str, qualname: str, node) -> Optional[Value]:
         found = self.lookup(root, qualname)
         if found is None or found[0] != "value":
@@ -200,7 +204,13 @@ class ProjectIndex:
         if self._contexts is None:
             self._contexts = {}
             for summary in self.modules.values():
-                for callee, positional, keywords, heat in summary.get("calls", ()):
+                calls = summary.get("calls", ())
+                # A loop that calls a training step of another file is a training loop: what else it calls is hot.
+                training_loops = {loop for callee, _, _, _, loop in calls
+                                  if loop is not None and self.trains(summary["root"], callee)}
+                for callee, positional, keywords, heat, loop in calls:
+                    if heat in ("", STEPPING) and loop in training_loops:
+                        heat = TRAINING
                     found = self.lookup(summary["root"], callee)
                     if found is not None and found[0] == "function":
                         home = found[2]
@@ -212,7 +222,7 @@ class ProjectIndex:
         """The arguments of a function's only call in the project, bound to its parameters, and the
         heat of its hottest call (a function called from a training loop runs every step)."""
         calls = self.contexts().get((root, module, function), [])
-        heats = {call[2] for call in calls}
+        heats = {call[2] for call in calls}  # QUIET (a logging interval) is no heat
         heat = TRAINING if TRAINING in heats else STEPPING if STEPPING in heats else ""
         if len(calls) != 1:
             return None, heat
@@ -241,15 +251,16 @@ class ProjectIndex:
             if kind == "class":
                 if use != "value" and self.is_module_class(root, target):
                     told.append((use, target, "module", data["stateful"]))
-            elif kind == "function" and use == "call" and data["result"] is not None:
-                told.append((use, target, repr(sorted(data["result"].items()))))
+            elif kind == "function" and use == "call" and (data["result"] is not None or data.get("trains")):
+                told.append((use, target, repr(data["result"]), data.get("trains")))
             elif kind == "value" and use == "value":
                 told.append((use, target, repr(sorted(data.items()))))
         if self.accelerated and not summary.get("accelerated") and any(c["module"] for c in summary["classes"].values()):
             told.append(("accelerated",))  # its modules' forward runs on the project's device
         for name in summary["functions"]:
             calls = self.contexts().get((root, summary["module"], name), [])
-            if (len(calls) == 1 and (any(calls[0][0]) or any(calls[0][1].values()))) or any(c[2] for c in calls):
+            if (len(calls) == 1 and (any(calls[0][0]) or any(calls[0][1].values()))) or any(
+                    c[2] in (TRAINING, STEPPING) for c in calls):
                 told.append(("incoming", name, repr(calls)))
         return repr(told) if told else ""
 
@@ -285,7 +296,8 @@ def summarise(program, root: str, module: str, is_package: bool) -> Exports:
             info = program.functions.get(id(value.origin))
             if info is not None and info.result is not None:
                 params = [p.name.value for p in info.parameters()]
-                summary["functions"][name] = {"result": export_value(info.result, params), "params": params}
+                summary["functions"][name] = {"result": export_value(info.result, params), "params": params,
+                                              "trains": info.trains}
         elif value.kind in _VALUE_KINDS:
             exported = export_value(value)
             if exported is not None:
