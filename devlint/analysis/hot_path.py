@@ -19,7 +19,9 @@ from .lattice import HOST, SOURCE_FACTORY, SOURCE_LOADER, SYMBOLIC, TENSOR, BATC
 from .names import dotted_name, last_identifier, sub_expressions
 
 #: A branch on these runs only now and then: a logging or checkpoint interval.
-_INTERVAL_WORDS = re.compile(r"log|print|verbose|display|report|interval|every|freq|debug|eval|save|checkpoint|writer", re.IGNORECASE)
+_INTERVAL_WORDS = re.compile(
+    r"(^|_)(log|logging|print|verbose|display|report|interval|every|freq|frequency|debug|eval|evaluate|save"
+    r"|checkpoint|ckpt|writer|tensorboard|wandb)(_|$)", re.IGNORECASE)
 
 
 class LoopFrame:
