@@ -56,7 +56,10 @@ class ProjectPlace:
         return self.index is not None and self.index.accelerated
 
     def owns(self, qualname: str) -> bool:
-        """Does `qualname` name something defined in a checked file?"""
+        """Does `qualname` name something defined in a checked file? (Never torch itself: what
+        devlint knows about torch comes from its table, even when torch's own sources are checked.)"""
+        if qualname.startswith("torch."):
+            return False
         parts = qualname.split(".")
         return any(".".join(parts[:i]) in self.names for i in range(1, len(parts)))
 
