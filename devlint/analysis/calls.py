@@ -84,8 +84,9 @@ class CallEvaluator:
         if callee.kind == REF:
             return self.api_call(callee.cls, node, args, env)
         if callee.kind in (CLASS, FUNCTION):
-            # Summaries say what comes back, not what the callee did to a module it was handed.
-            self.escape(args, env)
+            # Summaries say what comes back, not what the callee did to a module it was handed:
+            # unless the function visibly leaves its arguments where they are.
+            self.escape(args if callee.kind == CLASS else self.program.arguments_it_may_move(callee, args), env)
             if callee.kind == CLASS:
                 instance = self.program.instantiate(callee, node, args, env)
                 if instance.ident is not None:

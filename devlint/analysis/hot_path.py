@@ -162,5 +162,7 @@ class HotPathTracker:
         root = (dotted_name(receiver_node) or "").split(".", 1)[0]
         if root in frame.targets or (receiver.ident is not None and receiver.ident in frame.created):
             return  # a different model each iteration
+        if any((dotted_name(arg.value) or "").split(".", 1)[0] in frame.targets for arg in node.args):
+            return  # a different device each iteration (`for device in devices: model.to(device)`)
         if self.first_time("module-move", receiver, node):
             self.program.facts.waste.append(HotPathWaste(node, MODEL_MOVED_IN_LOOP, Operand(receiver_node, receiver)))

@@ -9,7 +9,9 @@ arguments for symbolic parameter devices.
 """
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections import Counter
 from dataclasses import replace
 from typing import Dict, List, Optional, Set, Tuple
@@ -116,10 +118,22 @@ class FunctionInfo:
         self.running = False
         self.final_env: Optional[Env] = None
         self._trains: Optional[bool] = None
+        self._moves: Optional[Set[str]] = None
 
     @property
     def name(self) -> str:
         return self.node.name.value
+
+    @property
+    def handled_parameters(self) -> Set[str]:
+        """Parameters a call may move: the body moves them (`model.to(...)`) or hands them, as
+        they are, to other code (`setup(model)`)."""
+        if self._moves is None:
+            params = {p.name.value for p in self.parameters()}
+            self._moves = set()
+            for call in _calls_in(self.node.body):
+                self._moves |= _moved_or_passed(call, params)
+        return self._moves
 
     @property
     def trains(self) -> bool:
@@ -495,7 +509,7 @@ class Program:
     def uses_of(self, name: str) -> int:
         """How often a top-level name is mentioned in the file, its `def` included."""
         if self._name_uses is None:
-            self._name_uses = Counter(_NAME_USE.findall(self.source))
+            self._name_uses = Counter(_NAME_USE.findall(_without_comments(self.source)))
         return self._name_uses[name]
 
     def _calls_from_other_files(self, info: FunctionInfo) -> Tuple[Optional[Dict[str, Value]], str]:
@@ -517,6 +531,20 @@ class Program:
                 bound[names[position]] = arg.value
         bound.update((arg.keyword, arg.value) for arg in args if arg.keyword is not None)
         return {name: value for name, value in bound.items() if name in names and _informative(value)}
+
+    def arguments_it_may_move(self, callee: Value, args) -> list:
+        """The call's arguments that the function of this file may move (all, when unknown)."""
+        info = self.functions.get(id(callee.origin))
+        if info is None or isinstance(info.node.params.star_arg, cst.Param) or info.node.params.star_kwarg is not None:
+            return list(args)
+        names = [p.name.value for p in info.parameters()]
+        handled = info.handled_parameters
+        chosen = []
+        for position, arg in enumerate(a for a in args if a.keyword is None):
+            if arg.node.star or position >= len(names) or names[position] in handled:
+                chosen.append(arg)
+        chosen += [a for a in args if a.keyword is not None and (a.keyword in handled or a.keyword not in names)]
+        return chosen
 
     def call_method(self, receiver: Value, name: str, node: cst.Call, args, caller=None) -> Value:
         """A method of a class of this file; like `call_function`, the first call from a hot loop
@@ -572,6 +600,26 @@ class Program:
         return value
 
 
+def _calls_in(node: cst.CSTNode):
+    """Every call in a function body (nested functions included: they may run too)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            yield current
+        stack.extend(current.children)
+
+
+def _moved_or_passed(call: cst.Call, params: Set[str]) -> Set[str]:
+    found = {arg.value.value for arg in call.args if isinstance(arg.value, cst.Name) and arg.value.value in params}
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in api.MOVE_METHODS:
+        root = (dotted_name(func.value) or "").split(".", 1)[0]
+        if root in params:
+            found.add(root)
+    return found
+
+
 def _calls_backward(body) -> bool:
     """Does a function body call `.backward()` outside loops (directly, or in if/with/try blocks)?"""
     for statement in body:
@@ -603,6 +651,19 @@ def _words(expression: cst.BaseExpression) -> List[str]:
         elif isinstance(node, cst.SimpleString):
             words.append(node.value)
     return words
+
+
+def _without_comments(source: str) -> str:
+    """The source with its comments blanked (a comment naming a function is no use of it)."""
+    lines = source.splitlines()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT:
+                row, column = token.start
+                lines[row - 1] = lines[row - 1][:column]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return source
+    return "\n".join(lines)
 
 
 #: A name as used in code: not an attribute (`x.train`), not a keyword argument (`train=True`).
