@@ -19,7 +19,7 @@ from .facts import (
     ParallelOnCpu,
 )
 from .lattice import (
-    ANY, BATCH, CLASS, CPU, CUDA, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
+    ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
     SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, SOURCE_UNREGISTERED, SYMBOLIC,
     TENSOR, TOKENIZER,
     TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, symbolic,
@@ -300,7 +300,14 @@ class CallEvaluator:
         if qualname in api.DATA_LOADERS:
             self.program.loader_options[id(node)] = (self.literal_option(args, "pin_memory"),
                                                       self.literal_option(args, "num_workers"))
-            return Value(kind=LOADER, origin=node)
+            dataset = args[0].value if args and args[0].keyword is None else UNKNOWN_VALUE
+            return Value(kind=LOADER, origin=node, device=dataset.device if dataset.kind == DATASET else UNKNOWN)
+        if qualname in api.TENSOR_DATASETS:
+            tensors = [a.value for a in args if a.value.kind in (TENSOR, BATCH)]
+            device = tensors[0].device if tensors and len(tensors) == len(args) else UNKNOWN
+            if any(t.device != device for t in tensors):
+                device = UNKNOWN
+            return Value(kind=DATASET, device=device, origin=node)
         if qualname in api.PARAMETER_CLASSES:
             inner = args[0].value if args else UNKNOWN_VALUE
             return Value(kind=TENSOR, device=inner.device, origin=inner.origin or node, parameter=True, scalar=inner.scalar)

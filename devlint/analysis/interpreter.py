@@ -380,6 +380,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                                 and iterable.source != "device-aware"):
             if kind == LOADER and iterable.origin is not None:
                 self.program.batch_loaders[id(origin)] = iterable.origin
+            if kind == LOADER and iterable.device.known and not iterable.device.is_cpu:
+                return Value(kind=BATCH, device=iterable.device, origin=iterable.origin)  # a dataset already on the device
             return Value(kind=BATCH, device=api.CPU, origin=origin, source=SOURCE_LOADER)
         if kind == LIST:
             return iterable.items[0] if iterable.items else UNKNOWN_VALUE

@@ -139,6 +139,7 @@ LIST = "list"            # a python list/dict whose element is `item`
 ANY = "unknown"
 REF = "ref"              # an imported module or object; `cls` holds its qualified name
 OBJECT = "object"        # an instance of a non-module class defined in the file
+DATASET = "dataset"      # a TensorDataset: its device is that of the tensors it holds
 
 # Where a tensor came from; rules use it to pick the code and the words.
 SOURCE_FACTORY = "factory"          # made without device= in `forward` or a loop

@@ -147,6 +147,8 @@ RECURRENT_NN_CLASSES = frozenset({"LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "
 #: framework places itself: loaders they return yield batches already on the device.
 FRAMEWORK_PLACING_METHODS = frozenset({"prepare", "prepare_data_loader", "prepare_model", "setup", "setup_dataloaders"})
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+#: Datasets that hold the tensors they are given: their batches are wherever those tensors are.
+TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 TORCH_LOAD = frozenset({"torch.load"})
 OPTIMIZER_PREFIX = "torch.optim."
 #: Classes under torch.optim that are not optimizers (their `step()` is no training step).
