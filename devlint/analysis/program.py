@@ -139,7 +139,9 @@ class FunctionInfo:
     def trains(self) -> bool:
         """A training step: `.backward()` outside any loop. A loop calling it is a training loop."""
         if self._trains is None:
-            self._trains = _calls_backward(self.node.body.body)
+            # An LBFGS-style `closure` is called by `optimizer.step(closure)`, which reads its loss as
+            # a float anyway: syncing there costs nothing extra.
+            self._trains = self.name != "closure" and _calls_backward(self.node.body.body)
         return self._trains
 
     def parameters(self) -> List[cst.Param]:
