@@ -9,9 +9,7 @@ arguments for symbolic parameter devices.
 """
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 from collections import Counter
 from dataclasses import replace
 from typing import Dict, List, Optional, Set, Tuple
@@ -655,17 +653,13 @@ def _words(expression: cst.BaseExpression) -> List[str]:
     return words
 
 
+#: A comment after code and quoted strings on one line (close enough for counting names).
+_COMMENT = re.compile(r"""^((?:[^'"#\n]|'[^'\n]*'|"[^"\n]*")*)#.*$""", re.MULTILINE)
+
+
 def _without_comments(source: str) -> str:
-    """The source with its comments blanked (a comment naming a function is no use of it)."""
-    lines = source.splitlines()
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.COMMENT:
-                row, column = token.start
-                lines[row - 1] = lines[row - 1][:column]
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return source
-    return "\n".join(lines)
+    """The source with its comments cut (a comment naming a function is no use of it)."""
+    return _COMMENT.sub(r"\1", source)
 
 
 #: A name as used in code: not an attribute (`x.train`), not a keyword argument (`train=True`).
