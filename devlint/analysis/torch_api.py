@@ -230,7 +230,8 @@ _SETTINGS_NAME = re.compile(
 
 #: Names that, in training code, are tensors (never modules or batch objects with an in-place `.to`).
 _TENSOR_NAME = re.compile(
-    r"^(x|y|xb|yb|inputs?|labels?|targets?|images?|imgs?|features|feats|logits|tokens|input_ids|"
+    r"^(x|y|t|z|xb|yb|tensor|inputs?|labels?|targets?|images?|imgs?|features|feats|logits|tokens|input_ids|"
+    r"masks?|weights|noise|scores|preds|predictions|timesteps?|embeddings|"
     r"attention_mask|token_type_ids|pixel_values|(batch|train|val|test)_(x|y|inputs|labels|images|targets))$",
     re.IGNORECASE)
 
