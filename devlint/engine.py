@@ -17,7 +17,8 @@ from typing import FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from . import noqa
-from .analysis.program import Program, ProjectPlace
+from .analysis.program import Program
+from .analysis.project import ProjectPlace
 from .analysis.project import Exports, summarise, summarise_imports
 from .diagnostics import Diagnostic
 from .rules import ALL_RULES, AnalysisLimitRule, Rule, SyntaxErrorRule, UnreadableFileRule

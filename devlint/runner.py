@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from . import cache
-from .analysis.program import ProjectPlace
+from .analysis.project import ProjectPlace
 from .analysis.project import Exports, ProjectIndex, module_name
 from .diagnostics import Diagnostic
 from .engine import check_bytes, raise_recursion_limit

@@ -26,7 +26,7 @@ from .lattice import (
 )
 from .names import dotted_name, string_value, sub_expressions
 from .hot_path import TRAINING
-from .project import PROJECT_SOURCE, ProjectIndex, export_value
+from .project import PROJECT_SOURCE, ProjectPlace
 
 MANUAL_REGISTRATION = frozenset({"add_module", "register_module"})
 
@@ -35,76 +35,6 @@ MANUAL_REGISTRATION = frozenset({"add_module", "register_module"})
 _ACCELERATOR_TEXT = re.compile(r"cuda|\bmps\b|xpu|accelerat|device|\.to\(")
 _LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 _TENSOR_ANNOTATIONS = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor", "torch.LongTensor"})
-
-
-class ProjectPlace:
-    """Where a file sits in the checked project, and the index of the rest of it."""
-
-    def __init__(self, root: str = "", module: str = "", is_package: bool = False,
-                 names: frozenset = frozenset(), index: Optional[ProjectIndex] = None) -> None:
-        self.root = root
-        self.module = module
-        self.is_package = is_package
-        self.names = names          # dotted names of every checked file
-        self.index = index          # None in phase 1
-        self.needs: Set[tuple] = set()  # phase 1: project names whose meaning would change the analysis
-        self.calls: List[list] = []     # phase 1: [callee, positional, keywords] of calls into the project
-
-    @property
-    def accelerated(self) -> bool:
-        """Does some file of the project put things on an accelerator?"""
-        return self.index is not None and self.index.accelerated
-
-    def owns(self, qualname: str) -> bool:
-        """Does `qualname` name something defined in a checked file? (Never torch itself: what
-        devlint knows about torch comes from its table, even when torch's own sources are checked.)"""
-        if qualname.startswith("torch."):
-            return False
-        parts = qualname.split(".")
-        return any(".".join(parts[:i]) in self.names for i in range(1, len(parts)))
-
-    def is_module_class(self, qualname: str) -> bool:
-        if self.index is None:
-            if self.owns(qualname):
-                self.needs.add(("base", qualname))
-            return False
-        return bool(self.index.is_module_class(self.root, qualname))
-
-    def call(self, qualname: str, node, args, env, heat: str = "", recording: bool = True,
-             loop: Optional[int] = None) -> Optional[Value]:
-        """Calling a project class or function: its summary, or a reference to resolve later."""
-        if not self.owns(qualname):
-            return None
-        if self.index is None:
-            self.needs.add(("call", qualname))
-            if recording:  # once per call site: not from the silent passes over a loop
-                self.calls.append([qualname, [export_value(a.value) for a in args if a.keyword is None and not a.node.star],
-                                   {a.keyword: export_value(a.value) for a in args if a.keyword is not None},
-                                   heat, loop])
-            return Value(kind=ANY, cls=qualname, source=PROJECT_SOURCE, origin=node)
-        positional = [a.value for a in args if a.keyword is None and not a.node.star]
-        keywords = {a.keyword: a.value for a in args if a.keyword is not None}
-        return self.index.call(self.root, qualname, node, env.default_device, positional, keywords)
-
-    def incoming(self, function: str, params: List[cst.Param]) -> Tuple[Optional[Dict[str, Value]], str]:
-        """What a function of this file receives from its only call in another file, and how hot
-        the hottest call is."""
-        if self.index is None:
-            return None, ""
-        return self.index.incoming(self.root, self.module, function, params)
-
-    def trains(self, qualname: str) -> bool:
-        """Is a project function a training step (so a loop calling it is a training loop)?"""
-        return self.index is not None and self.index.trains(self.root, qualname)
-
-    def value(self, qualname: str, node) -> Optional[Value]:
-        if not self.owns(qualname):
-            return None
-        if self.index is None:
-            if api.is_device_name(qualname.rsplit(".", 1)[-1]):  # what other files export: chosen devices
-                self.needs.add(("value", qualname))
-            return None
-        return self.index.value(self.root, qualname, node)
 
 
 class FunctionInfo:

@@ -1,4 +1,5 @@
-"""The project index: what each checked file offers to the files that import it.
+"""The project index: what each checked file offers to the files that import it, and where a file
+sits among them (`ProjectPlace`).
 
 A run analyses every file once on its own (phase 1) and keeps a small,
 JSON-friendly summary of its top level: `nn.Module` classes and their bases,
@@ -17,11 +18,14 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from functools import lru_cache
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+import libcst as cst
 
 from . import torch_api as api
 from .hot_path import STEPPING, TRAINING
 from .lattice import ANY, CLASS, DEVICE, FUNCTION, MODULE, REF, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value
+from .names import dotted_name
 
 #: Kinds worth exporting as module-level values.
 _VALUE_KINDS = frozenset({DEVICE, MODULE})
@@ -265,6 +269,77 @@ class ProjectIndex:
         return repr(told) if told else ""
 
 
+class ProjectPlace:
+    """Where a file sits in the checked project, and the index of the rest of it."""
+
+    def __init__(self, root: str = "", module: str = "", is_package: bool = False,
+                 names: frozenset = frozenset(), index: Optional[ProjectIndex] = None) -> None:
+        self.root = root
+        self.module = module
+        self.is_package = is_package
+        self.names = names          # dotted names of every checked file
+        self.index = index          # None in phase 1
+        self.needs: Set[tuple] = set()  # phase 1: project names whose meaning would change the analysis
+        self.calls: List[list] = []     # phase 1: [callee, positional, keywords, heat, loop] of calls into the project
+
+    @property
+    def accelerated(self) -> bool:
+        """Does some file of the project put things on an accelerator?"""
+        return self.index is not None and self.index.accelerated
+
+    def owns(self, qualname: str) -> bool:
+        """Does `qualname` name something defined in a checked file? (Never torch itself: what
+        devlint knows about torch comes from its table, even when torch's own sources are checked.)"""
+        if qualname.startswith("torch."):
+            return False
+        parts = qualname.split(".")
+        return any(".".join(parts[:i]) in self.names for i in range(1, len(parts)))
+
+    def is_module_class(self, qualname: str) -> bool:
+        if self.index is None:
+            if self.owns(qualname):
+                self.needs.add(("base", qualname))
+            return False
+        return bool(self.index.is_module_class(self.root, qualname))
+
+    def call(self, qualname: str, node, args, env, heat: str = "", recording: bool = True,
+             loop: Optional[int] = None) -> Optional[Value]:
+        """Calling a project class or function: its summary, or a reference to resolve later."""
+        if not self.owns(qualname):
+            return None
+        if self.index is None:
+            self.needs.add(("call", qualname))
+            if recording:  # once per call site: not from the silent passes over a loop
+                self.calls.append([qualname, [export_value(a.value) for a in args if a.keyword is None and not a.node.star],
+                                   {a.keyword: export_value(a.value) for a in args if a.keyword is not None},
+                                   heat, loop])
+            return Value(kind=ANY, cls=qualname, source=PROJECT_SOURCE, origin=node)
+        positional = [a.value for a in args if a.keyword is None and not a.node.star]
+        keywords = {a.keyword: a.value for a in args if a.keyword is not None}
+        return self.index.call(self.root, qualname, node, env.default_device, positional, keywords)
+
+    def incoming(self, function: str, params: List[cst.Param]) -> Tuple[Optional[Dict[str, Value]], str]:
+        """What a function of this file receives from its only call in another file, and how hot
+        the hottest call is."""
+        if self.index is None:
+            return None, ""
+        return self.index.incoming(self.root, self.module, function, params)
+
+    def trains(self, qualname: str) -> bool:
+        """Is a project function a training step (so a loop calling it is a training loop)?"""
+        return self.index is not None and self.index.trains(self.root, qualname)
+
+    def value(self, qualname: str, node) -> Optional[Value]:
+        if not self.owns(qualname):
+            return None
+        if self.index is None:
+            if api.is_device_name(qualname.rsplit(".", 1)[-1]):  # what other files export: chosen devices
+                self.needs.add(("value", qualname))
+            return None
+        return self.index.value(self.root, qualname, node)
+
+
+
 def _bind(value: Value, bound: Dict[str, Value]) -> Value:
     """A summary's symbolic devices (`device` parameters) replaced by what the call passed."""
     if value.items:
@@ -307,10 +382,6 @@ def summarise(program, root: str, module: str, is_package: bool) -> Exports:
 
 def summarise_imports(module, root: str, name: str, is_package: bool) -> Exports:
     """A summary holding only re-exports, for an `__init__.py` with nothing else to analyse."""
-    import libcst as cst  # local: this module is otherwise independent of the tree
-
-    from .names import dotted_name
-
     summary: Exports = {"root": root, "module": name, "package": is_package, "imports": {},
                         "classes": {}, "functions": {}, "values": {}, "needs": []}
     for statement in module.body:
