@@ -455,11 +455,7 @@ class Program:
         if self.uses_of(info.name) != 2:  # the def and this call
             return None
         names = [p.name.value for p in info.parameters()]
-        bound: Dict[str, Value] = {}
-        for position, arg in enumerate(a for a in args if a.keyword is None and not a.node.star):
-            if position < len(names):
-                bound[names[position]] = arg.value
-        bound.update((arg.keyword, arg.value) for arg in args if arg.keyword is not None)
+        bound = _bind_arguments(names, args)
         return {name: value for name, value in bound.items() if name in names and _informative(value)}
 
     def arguments_it_may_move(self, callee: Value, args) -> list:
@@ -501,14 +497,7 @@ class Program:
     def _specialise(self, info: FunctionInfo, result: Optional[Value], node: cst.Call, args, skip_first: bool) -> Value:
         if result is None:
             return UNKNOWN_VALUE
-        names = [p.name.value for p in info.parameters()][1 if skip_first else 0:]
-        bound: Dict[str, Value] = {}
-        for position, arg in enumerate(a for a in args if a.keyword is None and not a.node.star):
-            if position < len(names):
-                bound[names[position]] = arg.value
-        for arg in args:
-            if arg.keyword is not None:
-                bound[arg.keyword] = arg.value
+        bound = _bind_arguments([p.name.value for p in info.parameters()][1 if skip_first else 0:], args)
         for param in info.parameters():  # `device="cpu"` left to its default
             if param.name.value not in bound:
                 default = api.parse_device_string(string_value(param.default) or "") if param.default is not None else None
@@ -594,6 +583,16 @@ def _without_comments(source: str) -> str:
 
 #: A name as used in code: not an attribute (`x.train`), not a keyword argument (`train=True`).
 _NAME_USE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\b(?!\s*=(?!=))")
+
+
+def _bind_arguments(names: List[str], args) -> Dict[str, Value]:
+    """A call's argument values by parameter name: positional ones in order, then keywords."""
+    bound: Dict[str, Value] = {}
+    for position, arg in enumerate(a for a in args if a.keyword is None and not a.node.star):
+        if position < len(names):
+            bound[names[position]] = arg.value
+    bound.update((arg.keyword, arg.value) for arg in args if arg.keyword is not None)
+    return bound
 
 
 def _informative(value: Value) -> bool:
