@@ -6,15 +6,19 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from . import __version__, cache
 from .config import ConfigError, find_config, load_settings
 from .discovery import collect_files
-from .engine import check_bytes, raise_recursion_limit
-from .report import FORMATS, format_json, format_statistics, format_summary, format_text
+from .diagnostics import Diagnostic
+from .engine import analyse_text, check_bytes, decode, raise_recursion_limit
+from .fixes.diff import unified_diff
+from .fixes.fixer import FileFix, fix_bytes
+from .fixes.writer import write_fixed
+from .report import FORMATS, format_fix_hint, format_fixed, format_json, format_statistics, format_summary, format_text
 from .rules import ALL_RULES, RULES_BY_CODE, RULES_BY_NAME
-from .runner import check_files, default_processes
+from .runner import Job, check_files, default_processes, fix_files
 from .selection import enabled_codes, ignored_for
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -52,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--config", type=Path, help="read settings from this pyproject.toml")
     check.add_argument("--no-cache", action="store_true", help="analyse every file, ignoring and not writing .devlint_cache")
     check.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+    check.add_argument("--fix", action="store_true", help="apply safe fixes, writing the files in place")
+    check.add_argument("--unsafe-fixes", action="store_true",
+                       help="with --fix or --diff, also apply fixes that may change behaviour; shows them as fixable")
+    check.add_argument("--diff", action="store_true",
+                       help="print the changes --fix would make as a unified diff; write nothing (exit 1 if any)")
+    check.add_argument("--show-fixes", action="store_true",
+                       help="list the fixes applied (with --fix), or each finding's fix")
 
     rules = commands.add_parser("rules", help="list all rules")
     rules.add_argument("--output-format", choices=FORMATS, default="text")
@@ -96,33 +107,101 @@ def run_check(args: argparse.Namespace) -> int:
         exclude=settings.exclude + args.extend_exclude,
     )
     enabled = enabled_codes(settings)
-
     if paths == ["-"]:
-        name = args.stdin_filename or "-"
-        codes = enabled - ignored_for(name, settings)
-        raise_recursion_limit()
-        diagnostics, _ = check_bytes(sys.stdin.buffer.read(), name, codes)
-        files_checked = 1
+        return _check_stdin(args, settings, enabled)
+    if "-" in paths:
+        raise ConfigError("`-` (stdin) cannot be combined with other paths")
+    files = collect_files(paths, settings)
+    cache_directory = None if args.no_cache else cache.prepare(str(settings.root))
+    jobs = [Job(path, enabled - ignored_for(path, settings), cache_directory, settings.fallback_style)
+            for path in files]
+    processes = args.jobs or default_processes()
+    progress = _progress if sys.stderr.isatty() and len(files) >= 200 and not args.quiet else None
+    fixed: List[Diagnostic] = []
+    if args.fix or args.diff:
+        diagnostics, results = fix_files(jobs, processes, args.unsafe_fixes, progress)
+        _report_fix_problems(results)
+        if args.diff:
+            return _print_diffs(results, args.quiet)
+        diagnostics, fixed = _write(results, diagnostics)
     else:
-        if "-" in paths:
-            raise ConfigError("`-` (stdin) cannot be combined with other paths")
-        files = collect_files(paths, settings)
-        cache_directory = None if args.no_cache else cache.prepare(str(settings.root))
-        jobs = [(path, enabled - ignored_for(path, settings), cache_directory) for path in files]
-        processes = args.jobs or default_processes()
-        progress = _progress if sys.stderr.isatty() and len(files) >= 200 and not args.quiet else None
         diagnostics = check_files(jobs, processes, progress)
-        files_checked = len(files)
-
-    if args.output_format == "json":
-        sys.stdout.write(format_json(diagnostics))
-    else:
-        sys.stdout.write(format_text(diagnostics))
-        if args.statistics:
-            sys.stdout.write(format_statistics(diagnostics))
-        if not args.quiet:
-            sys.stdout.write(format_summary(diagnostics, files_checked))
+    _report(args, diagnostics, len(files), fixed, sys.stdout)
     return EXIT_FINDINGS if diagnostics and not args.exit_zero else EXIT_CLEAN
+
+
+def _check_stdin(args: argparse.Namespace, settings, enabled) -> int:
+    """`-`: check stdin; with --fix the fixed source goes to stdout and the report to stderr."""
+    name = args.stdin_filename or "-"
+    codes = enabled - ignored_for(name, settings)
+    raise_recursion_limit()
+    data = sys.stdin.buffer.read()
+    diagnostics, _ = check_bytes(data, name, codes, None, settings.fallback_style)
+    if not (args.fix or args.diff):
+        _report(args, diagnostics, 1, [], sys.stdout)
+        return EXIT_FINDINGS if diagnostics and not args.exit_zero else EXIT_CLEAN
+
+    def analyse(text: str) -> List[Diagnostic]:
+        return analyse_text(text, name, codes, None, settings.fallback_style)[0]
+
+    result = fix_bytes(data, name, diagnostics, analyse, args.unsafe_fixes, decode)
+    _report_fix_problems([result])
+    if args.diff:
+        return _print_diffs([result], args.quiet)
+    sys.stdout.buffer.write(result.fixed if result.fixed is not None else data)
+    sys.stdout.flush()
+    _report(args, result.remaining, 1, result.applied, sys.stderr)
+    return EXIT_FINDINGS if result.remaining and not args.exit_zero else EXIT_CLEAN
+
+
+def _write(results: List[FileFix], diagnostics: List[Diagnostic]) -> Tuple[List[Diagnostic], List[Diagnostic]]:
+    """Write every fixed file; a file that cannot be written keeps its findings."""
+    fixed: List[Diagnostic] = []
+    for result in results:
+        if result.fixed is None:
+            continue
+        problem = write_fixed(result.path, result.original, result.fixed)
+        if problem is None:
+            fixed.extend(result.applied)
+            continue
+        sys.stderr.write(f"devlint: {result.path}: {problem}\n")
+        diagnostics = [d for d in diagnostics if d.path != result.path] + result.found
+    diagnostics.sort(key=Diagnostic.sort_key)
+    return diagnostics, fixed
+
+
+def _report_fix_problems(results: List[FileFix]) -> None:
+    for result in results:
+        for problem in result.problems:
+            sys.stderr.write(f"devlint: warning: {result.path}:{problem}\n")
+
+
+def _print_diffs(results: List[FileFix], quiet: bool) -> int:
+    changed = [result for result in results if result.fixed is not None]
+    for result in changed:
+        sys.stdout.write(unified_diff(result))
+    if not quiet:
+        count = sum(len(result.applied) for result in changed)
+        noun = "problem" if count == 1 else "problems"
+        files = "file" if len(changed) == 1 else "files"
+        sys.stderr.write(f"Would fix {count} {noun} in {len(changed)} {files}.\n" if changed else "No fixes to apply.\n")
+    return EXIT_FINDINGS if changed else EXIT_CLEAN
+
+
+def _report(args: argparse.Namespace, diagnostics: List[Diagnostic], files_checked: int,
+            fixed: List[Diagnostic], stream) -> None:
+    if args.output_format == "json":
+        stream.write(format_json(diagnostics))
+        return
+    stream.write(format_text(diagnostics, args.unsafe_fixes, args.show_fixes and not args.fix))
+    if args.statistics:
+        stream.write(format_statistics(diagnostics))
+    if args.show_fixes and args.fix:
+        stream.write(format_fixed(fixed))
+    if not args.quiet:
+        stream.write(format_summary(diagnostics, files_checked, len(fixed)))
+        if not args.fix:
+            stream.write(format_fix_hint(diagnostics, args.unsafe_fixes))
 
 
 def _progress(done: int, total: int) -> None:

@@ -29,26 +29,27 @@ from .rules.context import RuleContext
 _RELEVANT = re.compile(r"torch|cuda|device|transformers|\bmps\b|\.(?:backward|item|cpu|numpy|to)\(")
 _LIBCST_POSITION = re.compile(r"error at (\d+):(\d+): ")
 RECURSION_LIMIT = 12000
+DEFAULT_FALLBACK = "is_available"
 
 
-def check_bytes(data: bytes, path: str, enabled: FrozenSet[str],
-                place: Optional[ProjectPlace] = None) -> Tuple[List[Diagnostic], Optional[Exports]]:
+def check_bytes(data: bytes, path: str, enabled: FrozenSet[str], place: Optional[ProjectPlace] = None,
+                fallback_style: str = DEFAULT_FALLBACK) -> Tuple[List[Diagnostic], Optional[Exports]]:
     """All diagnostics for one file's content (filtered by `enabled` and `# noqa`), and its
     summary for the project index when `place` puts it in a project."""
     text, problem = decode(data)
     if text is None:
         line, message = problem
         return _engine(UnreadableFileRule, path, line, 0, message, enabled), None
-    return analyse_text(text, path, enabled, place)
+    return analyse_text(text, path, enabled, place, fallback_style)
 
 
-def check_text(text: str, path: str, enabled: FrozenSet[str]) -> List[Diagnostic]:
+def check_text(text: str, path: str, enabled: FrozenSet[str], fallback_style: str = DEFAULT_FALLBACK) -> List[Diagnostic]:
     """One file on its own (stdin, tests)."""
-    return analyse_text(text, path, enabled, None)[0]
+    return analyse_text(text, path, enabled, None, fallback_style)[0]
 
 
-def analyse_text(text: str, path: str, enabled: FrozenSet[str],
-                 place: Optional[ProjectPlace]) -> Tuple[List[Diagnostic], Optional[Exports]]:
+def analyse_text(text: str, path: str, enabled: FrozenSet[str], place: Optional[ProjectPlace],
+                 fallback_style: str = DEFAULT_FALLBACK) -> Tuple[List[Diagnostic], Optional[Exports]]:
     if not _RELEVANT.search(text) or noqa.file_is_exempt(text):
         return [], _reexports(text, place)
     try:
@@ -67,7 +68,7 @@ def analyse_text(text: str, path: str, enabled: FrozenSet[str],
             summary = summarise(program, place.root, place.module, place.is_package)
         if not facts:
             return [], summary
-        context = RuleContext(module)
+        context = RuleContext(module, fallback_style)
         findings = [(rule, finding) for rule in rules for finding in rule.check(facts, context)]
         diagnostics = [_diagnostic(rule, finding, path, context) for rule, finding in findings]
     except RecursionError:
@@ -129,7 +130,21 @@ def syntax_error(text: str, error: Exception) -> Tuple[int, int, str]:
 def _diagnostic(rule, finding, path: str, context: RuleContext) -> Diagnostic:
     code_range = context.range_of(finding.node)
     return Diagnostic(rule.code, rule.name, rule.severity, finding.message, path,
-                      code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
+                      code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column,
+                      _fix_of(finding))
+
+
+def _fix_of(finding) -> Optional[dict]:
+    """The finding's fix in JSON form; a fix that cannot be built costs the fix, not the finding."""
+    if finding.fix is None:
+        return None
+    try:
+        fix = finding.fix()
+    except Exception:  # noqa: BLE001 - a fix builder's slip must never hide the diagnostic
+        if os.environ.get("DEVLINT_DEBUG"):
+            raise
+        return None
+    return fix.to_json() if fix is not None else None
 
 
 def _engine(rule, path: str, line: int, column: int, message: str, enabled: FrozenSet[str]) -> List[Diagnostic]:

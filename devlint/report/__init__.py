@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from .json_format import format_json
-from .text import format_statistics, format_summary, format_text
+from .text import format_fix_hint, format_fixed, format_statistics, format_summary, format_text
 
 FORMATS = ("text", "json")
 
-__all__ = ["FORMATS", "format_json", "format_statistics", "format_summary", "format_text"]
+__all__ = ["FORMATS", "format_fix_hint", "format_fixed", "format_json", "format_statistics", "format_summary", "format_text"]

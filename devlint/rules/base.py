@@ -8,11 +8,12 @@ and the test suite all read them from here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Iterator, Tuple
+from typing import Callable, ClassVar, Iterator, Optional, Tuple
 
 import libcst as cst
 
 from ..analysis.facts import FileFacts
+from ..fixes.model import Fix
 from .context import RuleContext
 
 ERROR = "error"      # crashes on a machine with the accelerator
@@ -24,6 +25,9 @@ INFO = "info"        # convention
 class Finding:
     node: cst.CSTNode
     message: str
+    #: Builds the fix, if the finding has one; called once, after all rules ran. None from the
+    #: builder means "no safe way to fix this one".
+    fix: Optional[Callable[[], Optional[Fix]]] = None
 
 
 class Rule:

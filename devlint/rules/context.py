@@ -11,6 +11,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from ..analysis.facts import Operand
+from ..fixes.builder import EditBuilder
 from ..analysis.lattice import (
     SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, Value,
 )
@@ -26,9 +27,18 @@ _MAX_TEXT = 40
 
 
 class RuleContext:
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, fallback_style: str = "is_available") -> None:
         self.module = module
+        self.fallback_style = fallback_style
         self._positions: Optional[Dict[cst.CSTNode, CodeRange]] = None
+        self._edits: Optional[EditBuilder] = None
+
+    @property
+    def edits(self) -> EditBuilder:
+        """Builds the edits of a fix (created on first use)."""
+        if self._edits is None:
+            self._edits = EditBuilder(self, self.fallback_style)
+        return self._edits
 
     def range_of(self, node: cst.CSTNode) -> CodeRange:
         if self._positions is None:

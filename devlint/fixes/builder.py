@@ -1,0 +1,147 @@
+"""Edits from nodes: what a rule uses to describe its fix.
+
+The builder answers the few structural questions a fix needs (the statement
+around a node, the function it is in, whether a name is bound there) from
+libcst metadata computed on first use, so files without fixable findings
+never pay for it.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
+
+import libcst as cst
+from libcst.metadata import Assignment, MetadataWrapper, ParentNodeProvider, ScopeProvider
+
+from . import imports
+from .model import Edit
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..rules.context import RuleContext
+
+Statement = cst.SimpleStatementLine
+
+
+class EditBuilder:
+    def __init__(self, context: "RuleContext", fallback_style: str = "is_available") -> None:
+        self.context = context
+        self.module = context.module
+        self.newline = context.module.default_newline
+        self.fallback_style = fallback_style
+        self._parents: Optional[Dict[cst.CSTNode, cst.CSTNode]] = None
+        self._scopes = None
+        self._import_added = False
+
+    # --- edits ------------------------------------------------------------------
+
+    def replace(self, node: cst.CSTNode, content: str) -> Edit:
+        where = self.context.range_of(node)
+        return Edit(where.start.line, where.start.column, where.end.line, where.end.column, content)
+
+    def insert_before(self, node: cst.CSTNode, content: str) -> Edit:
+        start = self.context.range_of(node).start
+        return Edit(start.line, start.column, start.line, start.column, content)
+
+    def insert_after(self, node: cst.CSTNode, content: str) -> Edit:
+        end = self.context.range_of(node).end
+        return Edit(end.line, end.column, end.line, end.column, content)
+
+    def add_keyword(self, call: cst.Call, keyword: str, value: str) -> Edit:
+        """`f(a)` -> `f(a, keyword=value)`; `f()` -> `f(keyword=value)`."""
+        if call.args:
+            return self.insert_after(call.args[-1].value, f", {keyword}={value}")
+        end = self.context.range_of(call).end  # just past `)`
+        return Edit(end.line, end.column - 1, end.line, end.column - 1, f"{keyword}={value}")
+
+    def remove_lines(self, statement: Statement) -> Edit:
+        where = self.context.range_of(statement)
+        return Edit(where.start.line, 0, where.end.line + 1, 0, "")
+
+    def lines_of(self, statement: Statement) -> str:
+        """The full source lines of a statement, ending with a newline."""
+        where = self.context.range_of(statement)
+        lines = self.module.code.splitlines(keepends=True)
+        text = "".join(lines[where.start.line - 1: where.end.line])
+        return text if text.endswith(("\n", "\r")) else text + self.newline
+
+    def insert_lines_before(self, statement: Statement, text: str) -> Edit:
+        start = self.context.range_of(statement).start
+        return Edit(start.line, 0, start.line, 0, text)
+
+    def insert_lines_after(self, statement: Statement, text: str) -> Edit:
+        end = self.context.range_of(statement).end
+        return Edit(end.line + 1, 0, end.line + 1, 0, text)
+
+    # --- imports ------------------------------------------------------------------
+
+    def spell(self, qualified: str) -> Tuple[str, Optional[Edit]]:
+        """How to write `torch`/`torch.nn` here, and the `import torch` edit when the file lacks it."""
+        spelled, missing = imports.spell(self.module, qualified)
+        if not missing:
+            return spelled, None
+        index, at_end = imports.import_position(self.module)
+        line = f"import torch{self.newline}"
+        if at_end:
+            end = self.context.range_of(self.module.body[-1]).end if self.module.body else None
+            target = end.line + 1 if end is not None else 1
+            if not self.module.code.endswith(("\n", "\r")) and self.module.body:
+                return spelled, Edit(end.line, end.column, end.line, end.column, self.newline + "import torch")
+            return spelled, Edit(target, 0, target, 0, line)
+        start = self.context.range_of(self.module.body[index]).start
+        return spelled, Edit(start.line, 0, start.line, 0, line)
+
+    # --- structure ---------------------------------------------------------------
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        if self._parents is None:
+            self._parents = dict(MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(ParentNodeProvider))
+        return self._parents.get(node)
+
+    def statement(self, node: cst.CSTNode) -> Optional[Statement]:
+        """The simple statement line that holds `node`, when it holds nothing else."""
+        current: Optional[cst.CSTNode] = node
+        while current is not None and not isinstance(current, cst.SimpleStatementLine):
+            if isinstance(current, cst.BaseCompoundStatement):
+                return None
+            current = self.parent(current)
+        if current is None or len(current.body) != 1:
+            return None
+        return current
+
+    def function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        current = self.parent(node)
+        while current is not None and not isinstance(current, cst.FunctionDef):
+            current = self.parent(current)
+        return current
+
+    def same_block(self, first: Statement, second: Statement) -> bool:
+        return self.parent(first) is self.parent(second) and self.parent(first) is not None
+
+    def name_bound_before(self, name: str, at: cst.CSTNode) -> bool:
+        """`name` is a variable that exists where `at` runs: bound earlier in the same
+        function (or a parameter), or bound in an enclosing scope."""
+        if self._scopes is None:
+            self._scopes = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(ScopeProvider)
+        scope = self._scopes.get(at)
+        if scope is None:
+            return False
+        assignments = [a for a in scope[name] if isinstance(a, Assignment)]
+        if not assignments:
+            return False
+        local = [a for a in assignments if a.scope is scope]
+        if not local:
+            return True
+        start = self.context.range_of(at).start
+        return any(_before(self.context.range_of(a.node).start, start) for a in local
+                   if _has_position(self.context, a.node))
+
+
+def _before(first, second) -> bool:
+    return (first.line, first.column) < (second.line, second.column)
+
+
+def _has_position(context: "RuleContext", node: cst.CSTNode) -> bool:
+    try:
+        context.range_of(node)
+    except KeyError:
+        return False
+    return True
