@@ -37,10 +37,11 @@ def test_text_output_and_exit_code(project):
     result = devlint("buggy.py", cwd=project)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("buggy.py:4:1: DEV104 ")
+    assert lines[0].startswith("buggy.py:4:1: DEV104 [*] ")
     assert lines[1].startswith("buggy.py:6:5: DEV102 `x` is on cpu")
     assert "line 3" in lines[1]
-    assert lines[-1] == "Found 2 problems in 1 of 1 file checked."
+    assert lines[-2] == "Found 2 problems in 1 of 1 file checked."
+    assert lines[-1] == "[*] 1 fixable with `--fix`."
 
 
 def test_clean_file_exits_zero(project):
@@ -57,7 +58,9 @@ def test_json_output_follows_the_contract(project):
     first = data[0]
     assert (first["code"], first["name"], first["severity"]) == ("DEV104", "discarded-tensor-move", "error")
     assert (first["path"], first["line"], first["column"], first["end_line"], first["end_column"]) == ("buggy.py", 4, 0, 4, 12)
-    assert first["fix"] is None
+    assert first["fix"] == {"applicability": "safe", "message": "Assign the moved tensor back to `x`",
+                            "edits": [{"line": 4, "column": 0, "end_line": 4, "end_column": 0, "content": "x = "}]}
+    assert data[1]["fix"] is None
     assert [d["line"] for d in data] == sorted(d["line"] for d in data)
 
 

@@ -120,9 +120,9 @@ class CallEvaluator:
         self.program.hot_reported.add(key)
         return True
 
-    def record_misuse(self, node, kind: str, api_name: str) -> None:
+    def record_misuse(self, node, kind: str, api_name: str, device: str = "") -> None:
         if self.recording:
-            self.program.facts.misuses.append(ApiMisuse(node, kind, api_name))
+            self.program.facts.misuses.append(ApiMisuse(node, kind, api_name, device))
 
     def note_unregistered_use(self, operands: List[Tuple[cst.CSTNode, Value]]) -> None:
         """A plain CPU tensor attribute meets something that may be on the module's device."""
@@ -414,7 +414,7 @@ class CallEvaluator:
         source = self.program.module.code_for_node(args[0].node.value) if args else ""
         if location is None:
             if not env.guarded and not api.HOST_STATE_FILE.search(source):
-                self.record_misuse(node, LOAD_WITHOUT_MAP_LOCATION, "torch.load")
+                self.record_misuse(node, LOAD_WITHOUT_MAP_LOCATION, "torch.load", self.chosen_device_in_scope(env))
         else:
             device = self.device_argument(location.node.value, location.value, env) or UNKNOWN
         return Value(kind=BATCH, device=device, origin=node, source=SOURCE_LOAD)

@@ -119,6 +119,7 @@ class ApiMisuse:
     node: cst.CSTNode
     kind: str               # one of the constants below
     api: str                # the API, for messages
+    device: str = ""        # a device the code chose, in scope here (for a fix), or ""
 
 
 AVAILABILITY_NOT_CALLED = "availability-not-called"

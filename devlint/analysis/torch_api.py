@@ -37,6 +37,9 @@ NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_
 #: Factories that generate their values (rather than copy host data): made on the CPU and then
 #: moved, they cost an allocation and a copy that `device=` avoids entirely (DEV402).
 GENERATING_FACTORIES = FACTORIES - frozenset({"tensor", "as_tensor", "asarray", "scalar_tensor"})
+#: Factories that draw random numbers: made on the device they draw from its own generator, so the
+#: values differ from those drawn on the CPU (a fix that moves their creation is unsafe).
+RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm"})
 #: The size argument of these factories makes a 0-dim tensor only when empty.
 SCALAR_FACTORIES = frozenset({"tensor", "as_tensor", "scalar_tensor", "asarray"})
 

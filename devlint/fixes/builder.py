@@ -37,6 +37,16 @@ class EditBuilder:
         where = self.context.range_of(node)
         return Edit(where.start.line, where.start.column, where.end.line, where.end.column, content)
 
+    def replace_span(self, first: cst.CSTNode, last: cst.CSTNode, content: str) -> Edit:
+        """Replace from the start of `first` to the end of `last`."""
+        start, end = self.context.range_of(first).start, self.context.range_of(last).end
+        return Edit(start.line, start.column, end.line, end.column, content)
+
+    def remove_tail(self, inner: cst.CSTNode, outer: cst.CSTNode) -> Edit:
+        """Remove what `outer` has after `inner` (`.to(device)` of `torch.zeros(3).to(device)`)."""
+        start, end = self.context.range_of(inner).end, self.context.range_of(outer).end
+        return Edit(start.line, start.column, end.line, end.column, "")
+
     def insert_before(self, node: cst.CSTNode, content: str) -> Edit:
         start = self.context.range_of(node).start
         return Edit(start.line, start.column, start.line, start.column, content)

@@ -12,6 +12,6 @@ def unified_diff(result: FileFix) -> str:
         return ""
     before = lines(result.original.decode("utf-8", "surrogateescape"))
     after = lines(result.fixed.decode("utf-8", "surrogateescape"))
-    diff = difflib.unified_diff(before, after, f"a/{result.path}", f"b/{result.path}")
+    diff = difflib.unified_diff(before, after, result.path, result.path)
     text = "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in diff)
     return text

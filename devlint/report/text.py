@@ -26,14 +26,18 @@ def format_text(diagnostics: Sequence[Diagnostic], unsafe_enabled: bool = False,
 
 def format_summary(diagnostics: Sequence[Diagnostic], files_checked: int, fixed: int = 0) -> str:
     files = "file" if files_checked == 1 else "files"
-    repaired = f"Fixed {fixed} {'problem' if fixed == 1 else 'problems'}; " if fixed else ""
-    if not diagnostics:
-        return f"{repaired}All checks passed ({files_checked} {files} checked).\n"
     count = len(diagnostics)
     noun = "problem" if count == 1 else "problems"
+    if fixed:
+        repaired = f"Fixed {fixed} {'problem' if fixed == 1 else 'problems'}"
+        if not diagnostics:
+            return f"{repaired}; none remain ({files_checked} {files} checked).\n"
+        with_findings = len({d.path for d in diagnostics})
+        return f"{repaired}; {count} {noun} remain in {with_findings} of {files_checked} {files} checked.\n"
+    if not diagnostics:
+        return f"All checks passed ({files_checked} {files} checked).\n"
     with_findings = len({d.path for d in diagnostics})
-    remaining = "remaining " if fixed else ""
-    return f"{repaired}Found {count} {remaining}{noun} in {with_findings} of {files_checked} {files} checked.\n"
+    return f"Found {count} {noun} in {with_findings} of {files_checked} {files} checked.\n"
 
 
 def format_statistics(diagnostics: Sequence[Diagnostic]) -> str:

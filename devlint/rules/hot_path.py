@@ -1,9 +1,16 @@
 """DEV4xx: work on the host, or waiting for it, on every step of a hot loop."""
 from __future__ import annotations
 
-from typing import Iterator
+from functools import partial
+from typing import Iterator, Optional
 
-from ..analysis.facts import CREATED_THEN_MOVED, HOST_PREPROCESSING, MODEL_MOVED_IN_LOOP, FileFacts
+import libcst as cst
+
+from ..analysis import torch_api as api
+from ..analysis.facts import CREATED_THEN_MOVED, HOST_PREPROCESSING, MODEL_MOVED_IN_LOOP, FileFacts, HotPathWaste
+from ..analysis.names import dotted_name, last_identifier
+from ..fixes import SAFE, UNSAFE, Fix
+from ..fixes.recipes import takes_keyword
 from .base import INFO, WARNING, Finding, Rule
 from .context import RuleContext
 
@@ -75,6 +82,7 @@ for step in range(100):
 
 class CreatedOnHostThenMoved(Rule):
     code = "DEV402"
+    fixable = True
     name = "created-on-host-then-moved"
     severity = WARNING
     summary = "A tensor is created on the CPU and copied to the device on every step."
@@ -120,7 +128,33 @@ class Encoder(nn.Module):
             if fact.kind == CREATED_THEN_MOVED:
                 yield Finding(fact.node, (
                     f"{context.operand(fact.subject)} is created on the CPU (line {context.line_of(fact.subject.value.origin)}) "
-                    "and copied to the device on every step; pass device= to the factory"))
+                    "and copied to the device on every step; pass device= to the factory"),
+                    partial(_create_on_device_fix, fact, context))
+
+
+_FACTORY_KEYWORDS_IN_THE_WAY = ("device", "generator", "requires_grad", "pin_memory", "out")
+
+
+def _create_on_device_fix(fact: HotPathWaste, context: RuleContext) -> Optional[Fix]:
+    """`torch.zeros(n).to(device)` -> `torch.zeros(n, device=device)`. Random factories draw other
+    numbers on the device, so their fix is unsafe."""
+    factory, move = fact.subject.value.origin, fact.node
+    if (fact.subject.node is not factory or not isinstance(factory, cst.Call) or not isinstance(move, cst.Call)
+            or not isinstance(move.func, cst.Attribute) or move.func.attr.value != "to"
+            or any(not takes_keyword(factory, keyword) for keyword in _FACTORY_KEYWORDS_IN_THE_WAY)):
+        return None
+    positional = [arg for arg in move.args if arg.keyword is None]
+    others = [arg for arg in move.args if arg.keyword is not None and arg.keyword.value != "non_blocking"]
+    if len(positional) != 1 or others or positional[0].star:
+        return None
+    target = positional[0].value
+    name = dotted_name(target)
+    if not (isinstance(target, cst.SimpleString) or (name is not None and api.is_device_name(name))):
+        return None
+    device = context.module.code_for_node(target)
+    random = last_identifier(factory) in api.RANDOM_FACTORIES
+    return Fix(UNSAFE if random else SAFE, f"Create it with `device={device}`",
+               (context.edits.add_keyword(factory, "device", device), context.edits.remove_tail(factory, move)))
 
 
 class HostPreprocessingInLoop(Rule):
@@ -174,6 +208,7 @@ for x, y in loader:
 
 class LoaderNotPinned(Rule):
     code = "DEV404"
+    fixable = True
     name = "loader-not-pinned"
     severity = WARNING
     summary = "A DataLoader feeds the accelerator with neither `pin_memory=True` nor worker processes."
@@ -217,11 +252,12 @@ for (x,) in loader:
                 seen.add(id(feed.loader))
                 yield Finding(feed.loader, (
                     f"this DataLoader feeds the accelerator (line {context.line_of(feed.move)}) with no workers and "
-                    "no pinned memory; set num_workers and pin_memory=True"))
+                    "no pinned memory; set num_workers and pin_memory=True"), partial(_keyword_fix, feed.loader, "pin_memory", context))
 
 
 class BlockingCopyFromPinned(Rule):
     code = "DEV405"
+    fixable = True
     name = "blocking-copy-from-pinned"
     severity = INFO
     default_enabled = False
@@ -265,7 +301,15 @@ for (x,) in loader:
                 seen.add(id(feed.move))
                 yield Finding(feed.move, (
                     f"the batch comes from pinned memory (DataLoader on line {context.line_of(feed.loader)}) but the "
-                    "copy blocks; pass non_blocking=True"))
+                    "copy blocks; pass non_blocking=True"), partial(_keyword_fix, feed.move, "non_blocking", context))
+
+
+def _keyword_fix(call: cst.CSTNode, keyword: str, context: RuleContext) -> Optional[Fix]:
+    """`pin_memory=True` on a loader, `non_blocking=True` on a copy from pinned memory: safe, since
+    without an accelerator both are ignored, and a host-to-device copy stays ordered before its use."""
+    if not isinstance(call, cst.Call) or not takes_keyword(call, keyword):
+        return None
+    return Fix(SAFE, f"Pass `{keyword}=True`", (context.edits.add_keyword(call, keyword, "True"),))
 
 
 class ModelMovedInLoop(Rule):

@@ -1,9 +1,12 @@
 """DEV2xx: DataParallel, DistributedDataParallel and optimizer ordering."""
 from __future__ import annotations
 
-from typing import Iterator
+from functools import partial
+from typing import Iterator, Optional
 
-from ..analysis.facts import FileFacts
+from ..analysis.facts import FileFacts, MoveBeforeWrap, OptimizerBeforeMove
+from ..fixes import SAFE, UNSAFE, Fix
+from ..fixes.recipes import reorder_move
 from .base import ERROR, INFO, WARNING, Finding, Rule
 from .context import RuleContext
 
@@ -95,6 +98,7 @@ if torch.cuda.is_available():
 
 class OptimizerBeforeMove(Rule):
     code = "DEV203"
+    fixable = True
     name = "optimizer-before-move"
     severity = WARNING
     summary = "The optimizer is built while the model is on the CPU, and the model moves afterwards."
@@ -136,11 +140,22 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             if not fact.state:
                 yield Finding(fact.node, (
                     f"{fact.optimizer} is built while the model is on the CPU; the model moves on line "
-                    f"{context.line_of(fact.move)}: build the optimizer after the move"))
+                    f"{context.line_of(fact.move)}: build the optimizer after the move"),
+                    partial(_move_first_fix, fact, context))
+
+
+def _move_first_fix(fact: OptimizerBeforeMove, context: RuleContext) -> Optional[Fix]:
+    """Move the model's `.to()` statement above the optimizer (unsafe: code in between now sees
+    the model on the device)."""
+    reordered = reorder_move(context, fact.move, fact.node, before=True)
+    if reordered is None:
+        return None
+    return Fix(UNSAFE, f"Move the model before building or loading the {fact.optimizer}", tuple(reordered[0]))
 
 
 class OptimizerStateBeforeMove(Rule):
     code = "DEV204"
+    fixable = True
     name = "optimizer-state-before-move"
     severity = ERROR
     summary = "Optimizer state is created or loaded on the CPU before the model moves to the accelerator."
@@ -182,7 +197,8 @@ optimizer = torch.optim.Adagrad(model.parameters())
             if fact.state:
                 yield Finding(fact.node, (
                     f"{fact.optimizer} state lands on the CPU here, before the model moves on line "
-                    f"{context.line_of(fact.move)}: step() will mix CPU state with GPU parameters"))
+                    f"{context.line_of(fact.move)}: step() will mix CPU state with GPU parameters"),
+                    partial(_move_first_fix, fact, context))
 
 
 class DistributedRanksShareGpu(Rule):
@@ -280,6 +296,7 @@ if torch.cuda.is_available():
 
 class MoveBeforeDataParallel(Rule):
     code = "DEV207"
+    fixable = True
     name = "move-before-data-parallel"
     severity = INFO
     default_enabled = False
@@ -318,7 +335,16 @@ model.to(device)
         for fact in facts.moves_before_wrap:
             yield Finding(fact.node, (
                 f"the module is moved on line {context.line_of(fact.move)} before this DataParallel wrap; "
-                "house style is to wrap, then move the wrapper"))
+                "house style is to wrap, then move the wrapper"), partial(_wrap_first_fix, fact, context))
+
+
+def _wrap_first_fix(fact: MoveBeforeWrap, context: RuleContext) -> Optional[Fix]:
+    """Move the `.cuda()` statement after the wrap; safe when nothing runs between the two."""
+    reordered = reorder_move(context, fact.move, fact.node, before=False)
+    if reordered is None:
+        return None
+    edits, adjacent = reordered
+    return Fix(SAFE if adjacent else UNSAFE, "Wrap first, then move", tuple(edits))
 
 
 PARALLEL_RULES = (

@@ -1,12 +1,18 @@
 """DEV1xx: placement bugs that crash with "Expected all tensors to be on the same device"."""
 from __future__ import annotations
 
-from typing import Iterator
+from functools import partial
+from typing import Iterator, Optional
 
 import libcst as cst
 
-from ..analysis.facts import MODEL_CALL, OPERATION, DeviceMismatch, FileFacts
-from ..analysis.lattice import SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER
+from ..analysis.facts import (
+    MODEL_CALL, OPERATION, DeviceMismatch, DiscardedMove, FileFacts, HostConversion, UnregisteredState,
+)
+from ..analysis.lattice import SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER, TENSOR
+from ..analysis.names import dotted_name
+from ..fixes import SAFE, UNSAFE, Fix
+from ..fixes.recipes import takes_keyword, to_host
 from .base import Finding, Rule
 from .context import RuleContext
 
@@ -123,6 +129,7 @@ scaled = out * torch.tensor(2.0)
 
 class FactoryMissingDevice(Rule):
     code = "DEV103"
+    fixable = True
     name = "factory-missing-device"
     summary = "A tensor created without `device=` in `forward` or a loop meets a tensor or module on a device."
     why = """
@@ -181,11 +188,25 @@ class Gate(nn.Module):
                 hint = _device_hint(anchor.node, context)
             yield Finding(mismatch.node, (
                 f"{context.operand(offender)} is on {context.where(offender.value)} without `device=` but "
-                f"{meets}; create it with {hint}"))
+                f"{meets}; create it with {hint}"), partial(_factory_device_fix, mismatch, context))
+
+
+def _factory_device_fix(mismatch: DeviceMismatch, context: RuleContext) -> Optional[Fix]:
+    """`torch.randn(n)` -> `torch.randn(n, device=h.device)`, when `h` exists where the factory runs."""
+    factory, anchor = mismatch.offender.value.origin, mismatch.anchor
+    if (mismatch.context != OPERATION or anchor.value.kind != TENSOR or not isinstance(factory, cst.Call)
+            or not isinstance(anchor.node, (cst.Name, cst.Attribute)) or not takes_keyword(factory, "device")):
+        return None
+    root = dotted_name(anchor.node)
+    if root is None or not context.edits.name_bound_before(root.split(".")[0], factory):
+        return None
+    device = f"{context.module.code_for_node(anchor.node)}.device"
+    return Fix(SAFE, f"Create it on `{device}`", (context.edits.add_keyword(factory, "device", device),))
 
 
 class DiscardedTensorMove(Rule):
     code = "DEV104"
+    fixable = True
     name = "discarded-tensor-move"
     summary = "The result of a tensor's `.to()`/`.cuda()` is thrown away."
     why = """
@@ -226,11 +247,23 @@ x = torch.randn(3).to(device)
             yield Finding(move.node, (
                 f"the result of `{context.text_of(move.node)}` is discarded: tensors are not moved in place, so "
                 f"`{receiver}` {stays}; assign it: "
-                f"`{receiver} = {context.text_of(move.node)}`"))
+                f"`{receiver} = {context.text_of(move.node)}`"), partial(_assign_move_fix, move, context))
+
+
+def _assign_move_fix(move: DiscardedMove, context: RuleContext) -> Optional[Fix]:
+    """`x.to(device)` as a statement -> `x = x.to(device)`."""
+    receiver = move.receiver.node
+    statement = context.edits.statement(move.node)
+    if (not isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript)) or statement is None
+            or not isinstance(statement.body[0], cst.Expr) or statement.body[0].value is not move.node):
+        return None
+    target = context.module.code_for_node(receiver)
+    return Fix(SAFE, f"Assign the moved tensor back to `{target}`", (context.edits.insert_before(move.node, f"{target} = "),))
 
 
 class UnregisteredModuleState(Rule):
     code = "DEV105"
+    fixable = True
     name = "unregistered-module-state"
     summary = "Module state that `.to()` will not move: a plain tensor attribute, or a python list/dict of modules."
     why = """
@@ -295,11 +328,57 @@ class Net(nn.Module):
                 created = f" (created on line {context.line_of(state.container_origin)})" if state.container_origin is not None else ""
                 message = (f"{attribute} keeps modules in a python {state.what}{created}: `{state.owner}.to()` "
                            f"will not move them and the optimizer will not see them; use `{holder}`")
-            yield Finding(state.node, message)
+            yield Finding(state.node, message, partial(_register_fix, state, context))
+
+
+def _register_fix(state: UnregisteredState, context: RuleContext) -> Optional[Fix]:
+    if state.what == "tensor":
+        return _buffer_fix(state, context)
+    if state.what in ("list", "dict"):
+        return _module_container_fix(state, context)
+    return None
+
+
+def _buffer_fix(state: UnregisteredState, context: RuleContext) -> Optional[Fix]:
+    """`self.scale = torch.ones(4)` in `__init__` -> `self.register_buffer("scale", torch.ones(4), persistent=False)`.
+    Unsafe: the tensor now follows `.half()`/`.to(dtype)` and shows in `buffers()`."""
+    assign = state.node
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0].target
+    function = context.edits.function(assign)
+    if (function is None or function.name.value != "__init__" or not isinstance(target, cst.Attribute)
+            or not isinstance(target.value, cst.Name) or context.edits.statement(assign) is None):
+        return None
+    owner, value = target.value.value, context.module.code_for_node(assign.value)
+    call = f"{owner}.register_buffer(\"{state.attribute}\", {value}, persistent=False)"
+    return Fix(UNSAFE, "Register it as a non-persistent buffer", (context.edits.replace(assign, call),))
+
+
+def _module_container_fix(state: UnregisteredState, context: RuleContext) -> Optional[Fix]:
+    """`[...]` -> `nn.ModuleList([...])`, `{"a": m}` -> `nn.ModuleDict({"a": m})`. Unsafe: new
+    parameters join `parameters()` and `state_dict()`, and a few list/dict methods go away."""
+    container = state.container_origin
+    if container is None and isinstance(state.node, (cst.Assign, cst.AnnAssign)):
+        container = state.node.value
+    if state.what == "list" and isinstance(container, (cst.List, cst.ListComp)):
+        holder = "ModuleList"
+    elif state.what == "dict" and isinstance(container, cst.Dict) and all(
+            isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
+            for element in container.elements):
+        holder = "ModuleDict"
+    else:
+        return None
+    nn, import_edit = context.edits.spell("torch.nn")
+    empty = not getattr(container, "elements", True)
+    text = f"{nn}.{holder}()" if empty else f"{nn}.{holder}({context.module.code_for_node(container)})"
+    edits = (context.edits.replace(container, text),) + ((import_edit,) if import_edit else ())
+    return Fix(UNSAFE, f"Keep the modules in `{nn}.{holder}`", edits)
 
 
 class AcceleratorTensorToHost(Rule):
     code = "DEV106"
+    fixable = True
     name = "accelerator-tensor-to-host"
     summary = "A tensor on an accelerator is handed to `.numpy()` or a host-only library."
     why = """
@@ -333,7 +412,15 @@ values = t.detach().cpu().numpy()
         for conversion in facts.host_conversions:
             yield Finding(conversion.node, (
                 f"{context.operand(conversion.tensor)} is on {context.where(conversion.tensor.value)} and "
-                f"`{conversion.api}` reads host memory only; call `.cpu()` first"))
+                f"`{conversion.api}` reads host memory only; call `.cpu()` first"), partial(_to_host_fix, conversion, context))
+
+
+def _to_host_fix(conversion: HostConversion, context: RuleContext) -> Optional[Fix]:
+    """`t.numpy()` -> `t.detach().cpu().numpy()`; `np.array(t)` -> `np.array(t.detach().cpu())`."""
+    tensor = conversion.tensor.node
+    if isinstance(tensor, cst.StarredElement):
+        return None
+    return Fix(SAFE, "Copy it to the host first (`.detach().cpu()`)", tuple(to_host(context, tensor)))
 
 
 class UnmovedTokenizerOrCheckpoint(Rule):

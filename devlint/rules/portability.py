@@ -1,13 +1,49 @@
 """DEV3xx: code that needs an accelerator on machines that may not have one."""
 from __future__ import annotations
 
-from typing import Iterator
+from functools import partial
+from typing import Iterator, Optional
+
+import libcst as cst
 
 from ..analysis.facts import (
-    ACCELERATOR_DEFAULT, AVAILABILITY_NOT_CALLED, LOAD_WITHOUT_MAP_LOCATION, UNGUARDED_CUDA_API, FileFacts,
+    ACCELERATOR_DEFAULT, AVAILABILITY_NOT_CALLED, LOAD_WITHOUT_MAP_LOCATION, UNGUARDED_CUDA_API, ApiMisuse,
+    FileFacts, UnguardedAccelerator,
 )
+from ..analysis.names import dotted_name
+from ..fixes import SAFE, UNSAFE, Fix
+from ..fixes.recipes import guarded_cuda_method, guarded_device_call, guarded_string, takes_keyword
 from .base import WARNING, Finding, Rule
 from .context import RuleContext
+
+_GUARDED = "Fall back to the CPU when no GPU is available"
+
+
+def _guarded_fix(root: cst.CSTNode, context: RuleContext) -> Optional[Fix]:
+    """The accelerator request, with a CPU fallback. Unsafe: on a machine without a GPU the
+    program now runs on the CPU instead of stopping."""
+    if isinstance(root, cst.SimpleString):
+        text, extra = guarded_string(context, root)
+        return Fix(UNSAFE, _GUARDED, (context.edits.replace(root, text), *extra))
+    if not isinstance(root, cst.Call) or not isinstance(root.func, (cst.Name, cst.Attribute)):
+        return None
+    name = dotted_name(root.func) or ""
+    if name.split(".")[-1] == "device":
+        guarded = guarded_device_call(context, root)
+        return None if guarded is None else Fix(UNSAFE, _GUARDED, (context.edits.replace(root, guarded[0]), *guarded[1]))
+    if isinstance(root.func, cst.Attribute) and root.func.attr.value == "cuda":
+        guarded = guarded_cuda_method(context, root)
+        if guarded is None:
+            return None
+        return Fix(UNSAFE, _GUARDED, (context.edits.replace_span(root.func.attr, root, guarded[0]), *guarded[1]))
+    return None
+
+
+def _device_name_usable(name: str, at: cst.CSTNode, context: RuleContext) -> bool:
+    """A chosen device's name that a fix can write at `at`: a dotted name bound there."""
+    parts = name.split(".")
+    return (bool(name) and all(part.isidentifier() for part in parts) and parts[0] != "self"
+            and context.edits.name_bound_before(parts[0], at))
 
 
 def _unguarded_roots(facts: FileFacts, beside_chosen: bool):
@@ -25,6 +61,7 @@ def _unguarded_roots(facts: FileFacts, beside_chosen: bool):
 
 class UnguardedAccelerator(Rule):
     code = "DEV301"
+    fixable = True
     name = "unguarded-accelerator"
     severity = WARNING
     summary = "An accelerator is requested with no CPU fallback."
@@ -62,11 +99,12 @@ model = nn.Linear(4, 2).to(device)
             what = "`.cuda()`" if fact.bare_cuda else f"`{context.text_of(fact.root)}`"
             yield Finding(fact.root, (
                 f"{what} asks for CUDA with no CPU fallback{used}; choose the device with "
-                "torch.cuda.is_available() (or torch.accelerator)"))
+                "torch.cuda.is_available() (or torch.accelerator)"), partial(_guarded_fix, fact.root, context))
 
 
 class AvailabilityNotCalled(Rule):
     code = "DEV302"
+    fixable = True
     name = "availability-not-called"
     severity = WARNING
     summary = "`torch.cuda.is_available` is used without being called, so it is always true."
@@ -96,11 +134,18 @@ x = torch.zeros(3, device=device)
         for fact in facts.misuses:
             if fact.kind == AVAILABILITY_NOT_CALLED:
                 yield Finding(fact.node, f"`{fact.api}` is not called: the function object is always true; "
-                                         f"use `{fact.api}()`")
+                                         f"use `{fact.api}()`",
+                              partial(_call_fix, fact, context))
+
+
+def _call_fix(fact: ApiMisuse, context: RuleContext) -> Fix:
+    """Safe: where the accelerator exists the check was true either way."""
+    return Fix(SAFE, f"Call `{fact.api}()`", (context.edits.insert_after(fact.node, "()"),))
 
 
 class AcceleratorDefaultArgument(Rule):
     code = "DEV303"
+    fixable = True
     name = "accelerator-default-argument"
     severity = WARNING
     summary = "A command-line or config default of `\"cuda\"` with no fallback."
@@ -137,11 +182,12 @@ x = torch.zeros(3, device=args.device)
             if fact.kind == ACCELERATOR_DEFAULT:
                 yield Finding(fact.node, (
                     f"the {fact.api} `{context.text_of(fact.node)}` needs a GPU whenever it is not overridden; "
-                    "default to an available device"))
+                    "default to an available device"), partial(_guarded_fix, fact.node, context))
 
 
 class LoadWithoutMapLocation(Rule):
     code = "DEV304"
+    fixable = True
     name = "load-without-map-location"
     severity = WARNING
     summary = "`torch.load` without `map_location` restores tensors to the device they were saved from."
@@ -170,11 +216,30 @@ state = torch.load("model.pt", map_location="cpu")
         for fact in facts.misuses:
             if fact.kind == LOAD_WITHOUT_MAP_LOCATION:
                 yield Finding(fact.node, "torch.load without map_location restores tensors to the device they "
-                                         "were saved on; pass map_location (\"cpu\" or the chosen device)")
+                                         "were saved on; pass map_location (\"cpu\" or the chosen device)",
+                              partial(_map_location_fix, fact, context))
+
+
+def _map_location_fix(fact: ApiMisuse, context: RuleContext) -> Optional[Fix]:
+    """`map_location=` the device chosen in scope, else `"cpu"`. Safe only when the result goes
+    straight into `load_state_dict`, which copies onto the parameters' own device anyway."""
+    call = fact.node
+    if not isinstance(call, cst.Call) or not takes_keyword(call, "map_location") or len(
+            [arg for arg in call.args if arg.keyword is None]) > 1:
+        return None
+    device = fact.device if _device_name_usable(fact.device, call, context) else '"cpu"'
+    argument, consumer = context.edits.parent(call), None
+    if isinstance(argument, cst.Arg):
+        consumer = context.edits.parent(argument)
+    into_state_dict = (isinstance(consumer, cst.Call) and isinstance(consumer.func, cst.Attribute)
+                       and consumer.func.attr.value == "load_state_dict")
+    return Fix(SAFE if into_state_dict else UNSAFE, f"Load onto {device}",
+               (context.edits.add_keyword(call, "map_location", device),))
 
 
 class CudaBesideChosenDevice(Rule):
     code = "DEV305"
+    fixable = True
     name = "cuda-beside-chosen-device"
     severity = WARNING
     summary = "`.cuda()` is used where the code already chose a device."
@@ -212,7 +277,20 @@ x = torch.randn(8, 4).to(device)
         for fact in _unguarded_roots(facts, beside_chosen=True):
             yield Finding(fact.root, (
                 f"`.cuda()` ignores the chosen device `{fact.chosen_device}` and fails without a GPU; "
-                f"use `.to({fact.chosen_device})`"))
+                f"use `.to({fact.chosen_device})`"), partial(_chosen_device_fix, fact, context))
+
+
+def _chosen_device_fix(fact: UnguardedAccelerator, context: RuleContext) -> Optional[Fix]:
+    """`x.cuda()` -> `x.to(device)`, keeping `non_blocking=`; safe where a GPU exists, since the
+    chosen device is that GPU there."""
+    call = fact.root
+    if (not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute) or call.func.attr.value != "cuda"
+            or any(arg.keyword is None for arg in call.args)
+            or not _device_name_usable(fact.chosen_device, call, context)):
+        return None
+    keywords = "".join(f", {arg.keyword.value}={context.module.code_for_node(arg.value)}" for arg in call.args)
+    return Fix(SAFE, f"Use `.to({fact.chosen_device})`",
+               (context.edits.replace_span(call.func.attr, call, f"to({fact.chosen_device}{keywords})"),))
 
 
 class UnguardedCudaApi(Rule):

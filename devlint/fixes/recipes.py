@@ -1,0 +1,167 @@
+"""Fix shapes that several rules share: a guarded device, a copy to the host,
+a statement moved within its block, a keyword added to a call."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Tuple
+
+import libcst as cst
+
+from ..analysis.names import dotted_name
+from .model import Edit
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..rules.context import RuleContext
+
+#: Where a conditional expression needs no parentheses.
+_BARE_CONTEXTS = (cst.Arg, cst.Assign, cst.AnnAssign, cst.Param, cst.Return, cst.Element, cst.DictElement)
+ACCELERATOR = "accelerator"
+
+
+def _accelerator_call(torch: str) -> str:
+    return f"{torch}.accelerator.current_accelerator(check_available=True)"
+
+
+def guarded_string(context: "RuleContext", literal: cst.SimpleString) -> Tuple[str, List[Edit]]:
+    """`"cuda"` -> `"cuda" if torch.cuda.is_available() else "cpu"` (or the torch.accelerator
+    spelling), parenthesised where the expression sits inside a larger one."""
+    torch, import_edit = context.edits.spell("torch")
+    device = literal.evaluated_value if isinstance(literal.evaluated_value, str) else ""
+    if context.fallback_style == ACCELERATOR and ":" not in device:
+        text = f"({_accelerator_call(torch)} or {torch}.device(\"cpu\")).type"
+    else:
+        text = f"{context.module.code_for_node(literal)} if {torch}.cuda.is_available() else \"cpu\""
+        if not isinstance(context.edits.parent(literal), _BARE_CONTEXTS):
+            text = f"({text})"
+    return text, [import_edit] if import_edit else []
+
+
+def guarded_device_call(context: "RuleContext", call: cst.Call) -> Optional[Tuple[str, List[Edit]]]:
+    """`torch.device("cuda")` -> a torch.device with a CPU fallback."""
+    if len(call.args) != 1 or call.args[0].keyword is not None or not isinstance(call.args[0].value, cst.SimpleString):
+        return None
+    literal = call.args[0].value
+    torch, import_edit = context.edits.spell("torch")
+    device = literal.evaluated_value if isinstance(literal.evaluated_value, str) else ""
+    if context.fallback_style == ACCELERATOR and ":" not in device:
+        text = f"{_accelerator_call(torch)} or {torch}.device(\"cpu\")"
+        if not isinstance(context.edits.parent(call), _BARE_CONTEXTS):
+            text = f"({text})"
+    else:
+        func = context.module.code_for_node(call.func)
+        text = f"{func}({context.module.code_for_node(literal)} if {torch}.cuda.is_available() else \"cpu\")"
+    return text, [import_edit] if import_edit else []
+
+
+def guarded_cuda_method(context: "RuleContext", call: cst.Call) -> Optional[Tuple[str, List[Edit]]]:
+    """`x.cuda()` -> `x.to(<guarded device>)`: replaces the `.cuda()` part only."""
+    if call.args or not isinstance(call.func, cst.Attribute):
+        return None
+    torch, import_edit = context.edits.spell("torch")
+    if context.fallback_style == ACCELERATOR:
+        device = f"{_accelerator_call(torch)} or \"cpu\""
+    else:
+        device = f"\"cuda\" if {torch}.cuda.is_available() else \"cpu\""
+    return f"to({device})", [import_edit] if import_edit else []
+
+
+def is_primary(node: cst.CSTNode) -> bool:
+    """An expression `.attr` can follow without parentheses."""
+    return isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(getattr(node, "lpar", ()))
+
+
+def to_host(context: "RuleContext", expression: cst.BaseExpression) -> List[Edit]:
+    """Edits making `expression` a host tensor without autograd history: `t` -> `t.detach().cpu()`."""
+    text = context.module.code_for_node(expression)
+    suffix = ".cpu()" if text.rstrip().endswith(".detach()") else ".detach().cpu()"
+    if is_primary(expression):
+        return [context.edits.insert_after(expression, suffix)]
+    return [context.edits.replace(expression, f"({text}){suffix}")]
+
+
+def has_keyword(call: cst.Call, keyword: str) -> bool:
+    return any(arg.keyword is not None and arg.keyword.value == keyword for arg in call.args)
+
+
+def takes_keyword(call: cst.Call, keyword: str) -> bool:
+    """A keyword can be added: not there already, and no `**kwargs` that might hold it."""
+    return not has_keyword(call, keyword) and not any(arg.star == "**" for arg in call.args)
+
+
+def move_statement(context: "RuleContext", statement: cst.SimpleStatementLine,
+                   anchor: cst.SimpleStatementLine, before: bool) -> List[Edit]:
+    """Cut `statement`'s lines and put them before (or after) `anchor`, in the same block."""
+    text = context.edits.lines_of(statement)
+    put = context.edits.insert_lines_before(anchor, text) if before else context.edits.insert_lines_after(anchor, text)
+    return [context.edits.remove_lines(statement), put]
+
+
+def block_position(context: "RuleContext", statement: cst.SimpleStatementLine) -> Optional[int]:
+    parent = context.edits.parent(statement)
+    body = getattr(parent, "body", None)
+    if not isinstance(body, (tuple, list)):
+        return None
+    for index, item in enumerate(body):
+        if item is statement:
+            return index
+    return None
+
+
+def lone_move_of(statement: Optional[cst.SimpleStatementLine], name: str) -> bool:
+    """The statement does nothing but move `name`: `name.to(d)`, `name = name.cuda()`."""
+    if statement is None:
+        return False
+    small = statement.body[0]
+    if isinstance(small, cst.Expr):
+        call = small.value
+    elif isinstance(small, cst.Assign) and len(small.targets) == 1 and dotted_name(small.targets[0].target) == name:
+        call = small.value
+    else:
+        return False
+    return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+            and dotted_name(call.func.value) == name and call.func.attr.value in ("to", "cuda"))
+
+
+def names_read(node: cst.CSTNode) -> List[str]:
+    """The plain names an expression or statement reads (the roots of attribute chains too)."""
+    found: List[str] = []
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.append(name.value)
+
+        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+            attribute.value.visit(self)
+            return False
+
+        def visit_Arg(self, arg: cst.Arg) -> bool:
+            arg.value.visit(self)
+            return False
+
+        def visit_AssignTarget(self, target: cst.AssignTarget) -> bool:
+            return False
+
+    node.visit(_Names())
+    return found
+
+
+def reorder_move(context: "RuleContext", move: cst.CSTNode, anchor: cst.CSTNode,
+                 before: bool) -> Optional[Tuple[List[Edit], bool]]:
+    """Put the statement that moves a module (`model.to(device)`) before or after the statement
+    holding `anchor`, when both sit in the same block; also says whether they were adjacent."""
+    move_statement_line = context.edits.statement(move)
+    anchor_statement = context.edits.statement(anchor)
+    if (move_statement_line is None or anchor_statement is None or not isinstance(move, cst.Call)
+            or not isinstance(move.func, cst.Attribute)
+            or not context.edits.same_block(move_statement_line, anchor_statement)):
+        return None
+    receiver = dotted_name(move.func.value)
+    if receiver is None or not lone_move_of(move_statement_line, receiver):
+        return None
+    moved_at, anchor_at = block_position(context, move_statement_line), block_position(context, anchor_statement)
+    if moved_at is None or anchor_at is None or (anchor_at < moved_at) != before:
+        return None
+    if before and not all(context.edits.name_bound_before(name, anchor_statement.body[0])
+                          for name in names_read(move_statement_line)):
+        return None  # the move needs something defined after its new place
+    edits = move_statement(context, move_statement_line, anchor_statement, before)
+    return edits, abs(moved_at - anchor_at) == 1
