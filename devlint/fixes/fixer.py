@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Set, Tuple
 
 from ..diagnostics import Diagnostic
+from ..rules import RULES_BY_CODE
 from .apply import apply_pass, resolve
 from .model import SAFE, Fix
 
@@ -36,6 +37,11 @@ def applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
     return diagnostic.fix is not None and (unsafe or diagnostic.fix.get("applicability") == SAFE)
 
 
+def _treats_symptom(code: str) -> bool:
+    rule = RULES_BY_CODE.get(code)
+    return rule is not None and rule.fix_after_others
+
+
 def source_encoding(data: bytes) -> Optional[str]:
     try:
         return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
@@ -54,6 +60,8 @@ def fix_text(text: str, diagnostics: List[Diagnostic], analyse: Analyse,
                    if applicable(d, unsafe) and (d.code, d.fix["message"]) not in given_up]
         if not fixable:
             return text, applied_all, diagnostics, problems
+        causes = [(d, fix) for d, fix in fixable if not _treats_symptom(d.code)]
+        fixable = causes or fixable
         candidates, unplaced = resolve(text, fixable)
         for diagnostic in unplaced:
             given_up.add((diagnostic.code, diagnostic.fix["message"]))

@@ -78,6 +78,13 @@ def to_host(context: "RuleContext", expression: cst.BaseExpression) -> List[Edit
     return [context.edits.replace(expression, f"({text}){suffix}")]
 
 
+def move_to(context: "RuleContext", expression: cst.BaseExpression, device: str) -> List[Edit]:
+    """`x` -> `x.to(device)`, parenthesised when needed."""
+    if is_primary(expression):
+        return [context.edits.insert_after(expression, f".to({device})")]
+    return [context.edits.replace(expression, f"({context.module.code_for_node(expression)}).to({device})")]
+
+
 def has_keyword(call: cst.Call, keyword: str) -> bool:
     return any(arg.keyword is not None and arg.keyword.value == keyword for arg in call.args)
 

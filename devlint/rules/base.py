@@ -40,6 +40,9 @@ class Rule:
     use_instead: ClassVar[str]
     default_enabled: ClassVar[bool] = True
     fixable: ClassVar[bool] = False
+    #: The fix treats a symptom (moves a value where it is used): `--fix` applies it only in a
+    #: pass where no other fix applies, since fixing the cause often makes it unnecessary.
+    fix_after_others: ClassVar[bool] = False
     #: Snippets that must report this rule on their `# expect:` lines, and
     #: snippets that must stay silent; the test suite runs both.
     invalid: ClassVar[Tuple[str, ...]] = ()

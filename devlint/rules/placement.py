@@ -9,10 +9,10 @@ import libcst as cst
 from ..analysis.facts import (
     MODEL_CALL, OPERATION, DeviceMismatch, DiscardedMove, FileFacts, HostConversion, UnregisteredState,
 )
-from ..analysis.lattice import SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER, TENSOR
+from ..analysis.lattice import BATCH, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER, TENSOR
 from ..analysis.names import dotted_name
 from ..fixes import SAFE, UNSAFE, Fix
-from ..fixes.recipes import takes_keyword, to_host
+from ..fixes.recipes import move_to, takes_keyword, to_host
 from .base import Finding, Rule
 from .context import RuleContext
 
@@ -37,6 +37,8 @@ def _is_factory_mix(mismatch: DeviceMismatch) -> bool:
 
 class ModelInputDeviceMismatch(Rule):
     code = "DEV101"
+    fixable = True
+    fix_after_others = True
     name = "model-input-device-mismatch"
     summary = "A model is called with an input that lives on another device."
     why = """
@@ -79,11 +81,14 @@ out = model(x)
                 continue
             yield Finding(mismatch.node, (
                 f"{context.operand(mismatch.anchor)} is on {context.where(mismatch.anchor.value)} but its input "
-                f"{context.operand(mismatch.offender)} is on {context.where(mismatch.offender.value)}"))
+                f"{context.operand(mismatch.offender)} is on {context.where(mismatch.offender.value)}"),
+                partial(_move_offender_fix, mismatch, context))
 
 
 class OperandDeviceMismatch(Rule):
     code = "DEV102"
+    fixable = True
+    fix_after_others = True
     name = "operand-device-mismatch"
     summary = "The operands of one operation live on different devices."
     why = """
@@ -124,7 +129,8 @@ scaled = out * torch.tensor(2.0)
                 continue
             yield Finding(mismatch.node, (
                 f"{context.operand(mismatch.offender)} is on {context.where(mismatch.offender.value)} but "
-                f"{context.operand(mismatch.anchor)} is on {context.where(mismatch.anchor.value)} in `{mismatch.operation}`"))
+                f"{context.operand(mismatch.anchor)} is on {context.where(mismatch.anchor.value)} in `{mismatch.operation}`"),
+                partial(_move_offender_fix, mismatch, context))
 
 
 class FactoryMissingDevice(Rule):
@@ -189,6 +195,39 @@ class Gate(nn.Module):
             yield Finding(mismatch.node, (
                 f"{context.operand(offender)} is on {context.where(offender.value)} without `device=` but "
                 f"{meets}; create it with {hint}"), partial(_factory_device_fix, mismatch, context))
+
+
+def _move_offender_fix(mismatch: DeviceMismatch, context: RuleContext) -> Optional[Fix]:
+    """Move the value left behind where it is used: `loss_fn(out, y)` -> `loss_fn(out, y.to(out.device))`.
+    Safe (a no-op on the CPU); tried only after the other fixes, which often remove the cause."""
+    offender, anchor = mismatch.offender, mismatch.anchor
+    movable = offender.value.kind == TENSOR or (offender.value.source == SOURCE_TOKENIZER and offender.value.kind == BATCH)
+    device = _anchor_device(mismatch, context)
+    if not movable or device is None or isinstance(offender.node, cst.StarredElement):
+        return None
+    return Fix(SAFE, f"Move {context.operand(offender)} to `{device}` where it is used",
+               tuple(move_to(context, offender.node, device)))
+
+
+def _anchor_device(mismatch: DeviceMismatch, context: RuleContext) -> Optional[str]:
+    """How to name the anchor's device at the failing line: `out.device` for a tensor, or the
+    device a module was moved with (`model.to(device)` -> `device`)."""
+    anchor, at = mismatch.anchor, mismatch.node
+    if anchor.value.kind == TENSOR and isinstance(anchor.node, (cst.Name, cst.Attribute)):
+        expression = f"{context.module.code_for_node(anchor.node)}.device"
+    else:
+        move = anchor.value.origin
+        if not (isinstance(move, cst.Call) and isinstance(move.func, cst.Attribute) and move.func.attr.value == "to"
+                and len(move.args) == 1 and move.args[0].keyword is None):
+            return None
+        target = move.args[0].value
+        if not isinstance(target, (cst.Name, cst.Attribute, cst.SimpleString)):
+            return None
+        expression = context.module.code_for_node(target)
+    root = expression.split(".")[0]
+    if not root.isidentifier() or not context.edits.name_bound_before(root, at):
+        return None if not expression.startswith(('"', "'")) else expression
+    return expression
 
 
 def _factory_device_fix(mismatch: DeviceMismatch, context: RuleContext) -> Optional[Fix]:
@@ -425,6 +464,8 @@ def _to_host_fix(conversion: HostConversion, context: RuleContext) -> Optional[F
 
 class UnmovedTokenizerOrCheckpoint(Rule):
     code = "DEV107"
+    fixable = True
+    fix_after_others = True
     name = "unmoved-tokenizer-or-checkpoint"
     summary = "Tokenizer output or a `torch.load` result stays on the CPU while the model is on an accelerator."
     why = """
@@ -469,7 +510,7 @@ outputs = model(**inputs)
             yield Finding(mismatch.node, (
                 f"{context.operand(mismatch.offender)} is still on {context.where(mismatch.offender.value)} but "
                 f"{context.operand(mismatch.anchor)} is on {context.where(mismatch.anchor.value)}; "
-                f"move it with `.to(...)` first"))
+                f"move it with `.to(...)` first"), partial(_move_offender_fix, mismatch, context))
 
 
 PLACEMENT_RULES = (

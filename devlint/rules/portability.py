@@ -36,6 +36,20 @@ def _guarded_fix(root: cst.CSTNode, context: RuleContext) -> Optional[Fix]:
         if guarded is None:
             return None
         return Fix(UNSAFE, _GUARDED, (context.edits.replace_span(root.func.attr, root, guarded[0]), *guarded[1]))
+    literal = _cuda_literal_argument(root)
+    return None if literal is None else _guarded_fix(literal, context)
+
+
+def _cuda_literal_argument(call: cst.Call) -> Optional[cst.SimpleString]:
+    """The `"cuda"` of `torch.zeros(3, device="cuda")` or `x.to("cuda")`."""
+    for position, arg in enumerate(call.args):
+        named_device = arg.keyword is not None and arg.keyword.value == "device"
+        first_of_to = (arg.keyword is None and position == 0 and isinstance(call.func, cst.Attribute)
+                       and call.func.attr.value == "to")
+        value = arg.value
+        if (named_device or first_of_to) and isinstance(value, cst.SimpleString) and str(
+                value.evaluated_value).startswith("cuda"):
+            return value
     return None
 
 
