@@ -149,7 +149,7 @@ def _create_on_device_fix(fact: HotPathWaste, context: RuleContext) -> Optional[
         return None
     target = positional[0].value
     name = dotted_name(target)
-    if not (isinstance(target, cst.SimpleString) or (name is not None and api.is_device_name(name))):
+    if not (isinstance(target, cst.SimpleString) or (name is not None and api.is_device_name(name.split(".")[-1]))):
         return None
     device = context.module.code_for_node(target)
     random = last_identifier(factory) in api.RANDOM_FACTORIES

@@ -320,7 +320,8 @@ model.to(device)
 import torch
 from torch import nn
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-model = nn.Linear(4, 2).to(device)
+model = nn.Linear(4, 2)
+model = model.to(device)
 model = nn.DataParallel(model)  # expect: DEV207
 """,)
     valid = ("""

@@ -163,8 +163,9 @@ class Gate(nn.Module):
         super().__init__()
         self.proj = nn.Linear(4, 4)
     def forward(self, x):
+        h = self.proj(x)
         noise = torch.randn(x.shape[0], 4)
-        return self.proj(x) + noise  # expect: DEV103
+        return h + noise  # expect: DEV103
 model = Gate().to("cuda" if torch.cuda.is_available() else "cpu")
 """,)
     valid = ("""
