@@ -41,3 +41,11 @@ def test_readme_lists_every_rule_with_its_severity():
     for rule in ALL_RULES:
         default = "yes" if rule.default_enabled else "no (opt-in)"
         assert f"| {rule.code} | {rule.name} | {rule.severity} | {default} |" in readme, rule.code
+
+
+def test_readme_fixes_table_matches_the_rules():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    for rule in ALL_RULES:
+        row = f"| {rule.code} | {rule.name} | {rule.fix_summary} |"
+        assert (row in readme) == rule.fixable, rule.code
+        assert bool(rule.fix_summary) == rule.fixable, rule.code

@@ -40,6 +40,8 @@ class Rule:
     use_instead: ClassVar[str]
     default_enabled: ClassVar[bool] = True
     fixable: ClassVar[bool] = False
+    #: What `--fix` does and how safe it is, for the docs (fixable rules only).
+    fix_summary: ClassVar[str] = ""
     #: The fix treats a symptom (moves a value where it is used): `--fix` applies it only in a
     #: pass where no other fix applies, since fixing the cause often makes it unnecessary.
     fix_after_others: ClassVar[bool] = False
@@ -60,6 +62,7 @@ class Rule:
             f"Severity: {cls.severity}. Fixable: {'yes' if cls.fixable else 'no'}."
             + ("" if cls.default_enabled else " Off by default (enable with `--extend-select`)."),
             "",
+            *([f"Fix: {cls.fix_summary}", ""] if cls.fixable else []),
             cls.summary,
             "",
             "### Why is this bad?",

@@ -83,6 +83,7 @@ for step in range(100):
 class CreatedOnHostThenMoved(Rule):
     code = "DEV402"
     fixable = True
+    fix_summary = 'creates it on the device: `torch.zeros(n, device=d)` instead of `torch.zeros(n).to(d)` (safe; unsafe for random factories, which draw other numbers on the device)'
     name = "created-on-host-then-moved"
     severity = WARNING
     summary = "A tensor is created on the CPU and copied to the device on every step."
@@ -209,6 +210,7 @@ for x, y in loader:
 class LoaderNotPinned(Rule):
     code = "DEV404"
     fixable = True
+    fix_summary = 'adds `pin_memory=True` (safe: ignored where there is no accelerator)'
     name = "loader-not-pinned"
     severity = WARNING
     summary = "A DataLoader feeds the accelerator with neither `pin_memory=True` nor worker processes."
@@ -258,6 +260,7 @@ for (x,) in loader:
 class BlockingCopyFromPinned(Rule):
     code = "DEV405"
     fixable = True
+    fix_summary = 'adds `non_blocking=True` (safe: a host-to-device copy stays ordered before its use)'
     name = "blocking-copy-from-pinned"
     severity = INFO
     default_enabled = False

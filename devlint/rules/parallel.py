@@ -4,7 +4,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Iterator, Optional
 
-from ..analysis.facts import FileFacts, MoveBeforeWrap, OptimizerBeforeMove
+from ..analysis.facts import FileFacts, MoveBeforeWrap
+from ..analysis.facts import OptimizerBeforeMove as OptimizerOrder
 from ..fixes import SAFE, UNSAFE, Fix
 from ..fixes.recipes import reorder_move
 from .base import ERROR, INFO, WARNING, Finding, Rule
@@ -99,6 +100,7 @@ if torch.cuda.is_available():
 class OptimizerBeforeMove(Rule):
     code = "DEV203"
     fixable = True
+    fix_summary = "moves the model's `.to()` statement above the optimizer when both sit in one block and the move needs nothing defined in between (unsafe: code in between now sees the model on the device)"
     name = "optimizer-before-move"
     severity = WARNING
     summary = "The optimizer is built while the model is on the CPU, and the model moves afterwards."
@@ -144,7 +146,7 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
                     partial(_move_first_fix, fact, context))
 
 
-def _move_first_fix(fact: OptimizerBeforeMove, context: RuleContext) -> Optional[Fix]:
+def _move_first_fix(fact: OptimizerOrder, context: RuleContext) -> Optional[Fix]:
     """Move the model's `.to()` statement above the optimizer (unsafe: code in between now sees
     the model on the device)."""
     reordered = reorder_move(context, fact.move, fact.node, before=True)
@@ -156,6 +158,7 @@ def _move_first_fix(fact: OptimizerBeforeMove, context: RuleContext) -> Optional
 class OptimizerStateBeforeMove(Rule):
     code = "DEV204"
     fixable = True
+    fix_summary = "moves the model's `.to()` statement above the state load or the optimizer, as for DEV203 (unsafe)"
     name = "optimizer-state-before-move"
     severity = ERROR
     summary = "Optimizer state is created or loaded on the CPU before the model moves to the accelerator."
@@ -297,6 +300,7 @@ if torch.cuda.is_available():
 class MoveBeforeDataParallel(Rule):
     code = "DEV207"
     fixable = True
+    fix_summary = 'moves the `.cuda()`/`.to()` statement after the wrap (safe when the two statements are adjacent, unsafe otherwise)'
     name = "move-before-data-parallel"
     severity = INFO
     default_enabled = False

@@ -38,6 +38,7 @@ def _is_factory_mix(mismatch: DeviceMismatch) -> bool:
 class ModelInputDeviceMismatch(Rule):
     code = "DEV101"
     fixable = True
+    fix_summary = 'moves the input where the model uses it, `model(x.to(device))`, with the device the model was moved with (safe; tried after the other fixes, which often remove the cause)'
     fix_after_others = True
     name = "model-input-device-mismatch"
     summary = "A model is called with an input that lives on another device."
@@ -88,6 +89,7 @@ out = model(x)
 class OperandDeviceMismatch(Rule):
     code = "DEV102"
     fixable = True
+    fix_summary = 'moves the operand left behind where it is used, `loss_fn(out, y.to(out.device))` (safe; tried after the other fixes)'
     fix_after_others = True
     name = "operand-device-mismatch"
     summary = "The operands of one operation live on different devices."
@@ -136,6 +138,7 @@ scaled = out * torch.tensor(2.0)
 class FactoryMissingDevice(Rule):
     code = "DEV103"
     fixable = True
+    fix_summary = 'adds `device=h.device` to the factory, `h` being the tensor it meets, when `h` exists where the factory runs (safe)'
     name = "factory-missing-device"
     summary = "A tensor created without `device=` in `forward` or a loop meets a tensor or module on a device."
     why = """
@@ -201,7 +204,7 @@ class Gate(nn.Module):
 def _move_offender_fix(mismatch: DeviceMismatch, context: RuleContext) -> Optional[Fix]:
     """Move the value left behind where it is used: `loss_fn(out, y)` -> `loss_fn(out, y.to(out.device))`.
     Safe (a no-op on the CPU); tried only after the other fixes, which often remove the cause."""
-    offender, anchor = mismatch.offender, mismatch.anchor
+    offender = mismatch.offender
     movable = offender.value.kind == TENSOR or (offender.value.source == SOURCE_TOKENIZER and offender.value.kind == BATCH)
     device = _anchor_device(mismatch, context)
     if not movable or device is None or isinstance(offender.node, cst.StarredElement):
@@ -247,6 +250,7 @@ def _factory_device_fix(mismatch: DeviceMismatch, context: RuleContext) -> Optio
 class DiscardedTensorMove(Rule):
     code = "DEV104"
     fixable = True
+    fix_summary = 'assigns the result back: `x = x.to(device)` (safe)'
     name = "discarded-tensor-move"
     summary = "The result of a tensor's `.to()`/`.cuda()` is thrown away."
     why = """
@@ -304,6 +308,7 @@ def _assign_move_fix(move: DiscardedMove, context: RuleContext) -> Optional[Fix]
 class UnregisteredModuleState(Rule):
     code = "DEV105"
     fixable = True
+    fix_summary = 'in `__init__`, `self.register_buffer("name", value, persistent=False)`; a python list/dict of modules becomes `nn.ModuleList`/`nn.ModuleDict` (unsafe: the tensor now follows `.half()` and shows in `buffers()`, the modules join `parameters()` and `state_dict()`)'
     name = "unregistered-module-state"
     summary = "Module state that `.to()` will not move: a plain tensor attribute, or a python list/dict of modules."
     why = """
@@ -419,6 +424,7 @@ def _module_container_fix(state: UnregisteredState, context: RuleContext) -> Opt
 class AcceleratorTensorToHost(Rule):
     code = "DEV106"
     fixable = True
+    fix_summary = 'copies to the host first: `t.detach().cpu().numpy()`, `np.array(t.detach().cpu())` (safe)'
     name = "accelerator-tensor-to-host"
     summary = "A tensor on an accelerator is handed to `.numpy()` or a host-only library."
     why = """
@@ -466,6 +472,7 @@ def _to_host_fix(conversion: HostConversion, context: RuleContext) -> Optional[F
 class UnmovedTokenizerOrCheckpoint(Rule):
     code = "DEV107"
     fixable = True
+    fix_summary = 'moves the tokenizer output where the model uses it: `model(**inputs.to(device))` (safe; tried after the other fixes)'
     fix_after_others = True
     name = "unmoved-tokenizer-or-checkpoint"
     summary = "Tokenizer output or a `torch.load` result stays on the CPU while the model is on an accelerator."

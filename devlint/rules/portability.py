@@ -8,8 +8,9 @@ import libcst as cst
 
 from ..analysis.facts import (
     ACCELERATOR_DEFAULT, AVAILABILITY_NOT_CALLED, LOAD_WITHOUT_MAP_LOCATION, UNGUARDED_CUDA_API, ApiMisuse,
-    FileFacts, UnguardedAccelerator,
+    FileFacts,
 )
+from ..analysis.facts import UnguardedAccelerator as UnguardedRequest
 from ..analysis.names import dotted_name
 from ..fixes import SAFE, UNSAFE, Fix
 from ..fixes.recipes import guarded_cuda_method, guarded_device_call, guarded_string, takes_keyword
@@ -76,6 +77,7 @@ def _unguarded_roots(facts: FileFacts, beside_chosen: bool):
 class UnguardedAccelerator(Rule):
     code = "DEV301"
     fixable = True
+    fix_summary = 'adds a CPU fallback, `"cuda" if torch.cuda.is_available() else "cpu"` or, with `fallback-style = "accelerator"`, `torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")` (unsafe: without a GPU the program now runs on the CPU instead of stopping)'
     name = "unguarded-accelerator"
     severity = WARNING
     summary = "An accelerator is requested with no CPU fallback."
@@ -119,6 +121,7 @@ model = nn.Linear(4, 2).to(device)
 class AvailabilityNotCalled(Rule):
     code = "DEV302"
     fixable = True
+    fix_summary = 'calls it: `torch.cuda.is_available()` (safe: where the GPU exists the check was true either way)'
     name = "availability-not-called"
     severity = WARNING
     summary = "`torch.cuda.is_available` is used without being called, so it is always true."
@@ -160,6 +163,7 @@ def _call_fix(fact: ApiMisuse, context: RuleContext) -> Fix:
 class AcceleratorDefaultArgument(Rule):
     code = "DEV303"
     fixable = True
+    fix_summary = 'gives the default a CPU fallback, as for DEV301 (unsafe)'
     name = "accelerator-default-argument"
     severity = WARNING
     summary = "A command-line or config default of `\"cuda\"` with no fallback."
@@ -202,6 +206,7 @@ x = torch.zeros(3, device=args.device)
 class LoadWithoutMapLocation(Rule):
     code = "DEV304"
     fixable = True
+    fix_summary = 'adds `map_location=` the device chosen in scope, else `"cpu"` (safe when the result goes straight into `load_state_dict`, unsafe otherwise)'
     name = "load-without-map-location"
     severity = WARNING
     summary = "`torch.load` without `map_location` restores tensors to the device they were saved from."
@@ -254,6 +259,7 @@ def _map_location_fix(fact: ApiMisuse, context: RuleContext) -> Optional[Fix]:
 class CudaBesideChosenDevice(Rule):
     code = "DEV305"
     fixable = True
+    fix_summary = '`.to(device)` with the chosen device, keeping `non_blocking=` (safe)'
     name = "cuda-beside-chosen-device"
     severity = WARNING
     summary = "`.cuda()` is used where the code already chose a device."
@@ -294,7 +300,7 @@ x = torch.randn(8, 4).to(device)
                 f"use `.to({fact.chosen_device})`"), partial(_chosen_device_fix, fact, context))
 
 
-def _chosen_device_fix(fact: UnguardedAccelerator, context: RuleContext) -> Optional[Fix]:
+def _chosen_device_fix(fact: UnguardedRequest, context: RuleContext) -> Optional[Fix]:
     """`x.cuda()` -> `x.to(device)`, keeping `non_blocking=`; safe where a GPU exists, since the
     chosen device is that GPU there."""
     call = fact.root
