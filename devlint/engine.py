@@ -21,6 +21,7 @@ from .analysis.program import Program
 from .analysis.project import ProjectPlace
 from .analysis.project import Exports, summarise, summarise_imports
 from .diagnostics import Diagnostic
+from .fixes.builder import UnreliablePosition
 from .rules import ALL_RULES, AnalysisLimitRule, Rule, SyntaxErrorRule, UnreadableFileRule
 from .rules.context import RuleContext
 
@@ -68,7 +69,7 @@ def analyse_text(text: str, path: str, enabled: FrozenSet[str], place: Optional[
             summary = summarise(program, place.root, place.module, place.is_package)
         if not facts:
             return [], summary
-        context = RuleContext(module, fallback_style)
+        context = RuleContext(module, fallback_style, text)
         findings = [(rule, finding) for rule in rules for finding in rule.check(facts, context)]
         diagnostics = [_diagnostic(rule, finding, path, context) for rule, finding in findings]
     except RecursionError:
@@ -140,6 +141,8 @@ def _fix_of(finding) -> Optional[dict]:
         return None
     try:
         fix = finding.fix()
+    except UnreliablePosition:
+        return None
     except Exception:  # noqa: BLE001 - a fix builder's slip must never hide the diagnostic
         if os.environ.get("DEVLINT_DEBUG"):
             raise

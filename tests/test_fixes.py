@@ -241,3 +241,11 @@ def test_every_rule_that_says_fixable_offers_a_fix_in_its_own_example():
                 if diagnostic.code == rule.code and diagnostic.fix is not None:
                     offered.add(diagnostic.fix["applicability"])
         assert bool(offered) == rule.fixable, f"{rule.code}: fixable={rule.fixable} but fixes offered: {offered}"
+
+
+def test_a_fix_is_not_offered_where_libcst_positions_do_not_match_the_text():
+    """libcst counts a form feed as no column: editing there would hit the wrong characters."""
+    text = BUGGY.replace("x.to(device)", "\x0cx.to(device)")
+    diagnostics = {d.code: d for d in check_text(text, "t.py", CODES)}
+    assert diagnostics["DEV104"].fix is None
+    assert diagnostics["DEV106"].fix is not None

@@ -7,18 +7,23 @@ never pay for it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import libcst as cst
-from libcst.metadata import Assignment, MetadataWrapper, ParentNodeProvider, ScopeProvider
+from libcst.metadata import Assignment, CodeRange, MetadataWrapper, ParentNodeProvider, ScopeProvider
 
 from . import imports
+from .apply import line_starts, lines, to_offset
 from .model import Edit
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..rules.context import RuleContext
 
 Statement = cst.SimpleStatementLine
+
+
+class UnreliablePosition(Exception):
+    """libcst's position for a node does not cover the node's text: no fix is offered."""
 
 
 class EditBuilder:
@@ -29,30 +34,53 @@ class EditBuilder:
         self.fallback_style = fallback_style
         self._parents: Optional[Dict[cst.CSTNode, cst.CSTNode]] = None
         self._scopes = None
-        self._import_added = False
+        self._text: Optional[str] = None
+        self._line_starts: Optional[List[int]] = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self.context.text
+            self._line_starts = line_starts(self._text)
+        return self._text
+
+    def _checked(self, node: cst.CSTNode) -> CodeRange:
+        """The node's range, after making sure it covers the node's own text: a fix must never
+        edit characters other than those it means to (libcst counts a form feed differently)."""
+        where = self.context.range_of(node)
+        text = self.text
+        start = to_offset(self._line_starts, text, where.start.line, where.start.column)
+        end = to_offset(self._line_starts, text, where.end.line, where.end.column)
+        if start is None or end is None:
+            raise UnreliablePosition(f"{type(node).__name__} at {where.start.line}:{where.start.column}")
+        # Whitespace aside: libcst renders a nested node without its block's indentation.
+        covered, expected = _squash(text[start:end]), _squash(self.module.code_for_node(node))
+        if covered != expected if isinstance(node, cst.BaseExpression) else covered not in expected:
+            raise UnreliablePosition(f"{type(node).__name__} at {where.start.line}:{where.start.column}")
+        return where
 
     # --- edits ------------------------------------------------------------------
 
     def replace(self, node: cst.CSTNode, content: str) -> Edit:
-        where = self.context.range_of(node)
+        where = self._checked(node)
         return Edit(where.start.line, where.start.column, where.end.line, where.end.column, content)
 
     def replace_span(self, first: cst.CSTNode, last: cst.CSTNode, content: str) -> Edit:
         """Replace from the start of `first` to the end of `last`."""
-        start, end = self.context.range_of(first).start, self.context.range_of(last).end
+        start, end = self._checked(first).start, self._checked(last).end
         return Edit(start.line, start.column, end.line, end.column, content)
 
     def remove_tail(self, inner: cst.CSTNode, outer: cst.CSTNode) -> Edit:
         """Remove what `outer` has after `inner` (`.to(device)` of `torch.zeros(3).to(device)`)."""
-        start, end = self.context.range_of(inner).end, self.context.range_of(outer).end
+        start, end = self._checked(inner).end, self._checked(outer).end
         return Edit(start.line, start.column, end.line, end.column, "")
 
     def insert_before(self, node: cst.CSTNode, content: str) -> Edit:
-        start = self.context.range_of(node).start
+        start = self._checked(node).start
         return Edit(start.line, start.column, start.line, start.column, content)
 
     def insert_after(self, node: cst.CSTNode, content: str) -> Edit:
-        end = self.context.range_of(node).end
+        end = self._checked(node).end
         return Edit(end.line, end.column, end.line, end.column, content)
 
     def add_keyword(self, call: cst.Call, keyword: str, value: str) -> Edit:
@@ -63,22 +91,21 @@ class EditBuilder:
         return Edit(end.line, end.column - 1, end.line, end.column - 1, f"{keyword}={value}")
 
     def remove_lines(self, statement: Statement) -> Edit:
-        where = self.context.range_of(statement)
+        where = self._checked(statement)
         return Edit(where.start.line, 0, where.end.line + 1, 0, "")
 
     def lines_of(self, statement: Statement) -> str:
         """The full source lines of a statement, ending with a newline."""
-        where = self.context.range_of(statement)
-        lines = self.module.code.splitlines(keepends=True)
-        text = "".join(lines[where.start.line - 1: where.end.line])
+        where = self._checked(statement)
+        text = "".join(lines(self.text)[where.start.line - 1: where.end.line])
         return text if text.endswith(("\n", "\r")) else text + self.newline
 
     def insert_lines_before(self, statement: Statement, text: str) -> Edit:
-        start = self.context.range_of(statement).start
+        start = self._checked(statement).start
         return Edit(start.line, 0, start.line, 0, text)
 
     def insert_lines_after(self, statement: Statement, text: str) -> Edit:
-        end = self.context.range_of(statement).end
+        end = self._checked(statement).end
         return Edit(end.line + 1, 0, end.line + 1, 0, text)
 
     # --- imports ------------------------------------------------------------------
@@ -143,6 +170,10 @@ class EditBuilder:
         start = self.context.range_of(at).start
         return any(_before(self.context.range_of(a.node).start, start) for a in local
                    if _has_position(self.context, a.node))
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
 
 
 def _before(first, second) -> bool:

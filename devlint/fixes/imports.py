@@ -5,7 +5,7 @@ have run where the fix puts its code.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 import libcst as cst
 
@@ -79,6 +79,3 @@ def _is_import(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and any(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body)
 
-
-def first_statement(module: cst.Module, index: int) -> Optional[cst.CSTNode]:
-    return module.body[index] if index < len(module.body) else None

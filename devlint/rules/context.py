@@ -27,8 +27,11 @@ _MAX_TEXT = 40
 
 
 class RuleContext:
-    def __init__(self, module: cst.Module, fallback_style: str = "is_available") -> None:
+    def __init__(self, module: cst.Module, fallback_style: str = "is_available", text: Optional[str] = None) -> None:
         self.module = module
+        #: The source as read. libcst's own rendering can differ (it drops form feeds), and
+        #: fixes edit the source, so they check their positions against this.
+        self.text = text if text is not None else module.code
         self.fallback_style = fallback_style
         self._positions: Optional[Dict[cst.CSTNode, CodeRange]] = None
         self._edits: Optional[EditBuilder] = None
