@@ -52,6 +52,11 @@ def compare(text: str, path: str, diagnostics) -> str:
     return "\n".join(problems)
 
 
+def project_files(folder: Path) -> List[Path]:
+    """A project fixture's programs (its twins are not part of the project)."""
+    return sorted(p for p in folder.rglob("*.py") if not p.name.endswith(".fixed.py"))
+
+
 def fixture_files() -> List[Path]:
     """Single-file fixtures: every program outside `projects/`."""
     return sorted(p for p in FIXTURES.rglob("*.py")

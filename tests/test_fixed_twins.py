@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from fixture_support import FIXTURES, fixture_files
-from twins import fix_fixture, twin_path
+from fixture_support import FIXTURES, fixture_files, project_folders
+from twins import fix_fixture, fix_project, twin_path
 
 FIXABLE = [path for path in fixture_files() if twin_path(path).exists()]
 
 
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_twin_is_exactly_the_fixed_program(path):
-    result = fix_fixture(path)
+    assert_twin(path, fix_fixture(path))
+
+
+@pytest.mark.parametrize("folder", project_folders(), ids=lambda p: p.name)
+def test_project_twins_are_exactly_the_fixed_programs(folder):
+    for path, result in fix_project(folder).items():
+        assert_twin(path, result)
+
+
+def assert_twin(path, result):
     twin = twin_path(path)
     if result.fixed is None:
         assert not twin.exists(), f"{twin.name}: no fix applies to {path.name} any more; run tests/twins.py"

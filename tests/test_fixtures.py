@@ -6,7 +6,9 @@ from collections import defaultdict
 import pytest
 
 from devlint.runner import check_files
-from fixture_support import FIXTURES, compare, enabled_for, expectations, fixture_files, mismatch_report, project_folders
+from fixture_support import (
+    FIXTURES, compare, enabled_for, expectations, fixture_files, mismatch_report, project_files, project_folders,
+)
 
 FAMILIES = ("placement", "parallel", "portability", "hotpath")
 
@@ -21,7 +23,7 @@ def test_fixture(path):
 @pytest.mark.parametrize("folder", project_folders(), ids=lambda p: p.name)
 def test_project(folder):
     """A folder is checked as one project, as the CLI would: imports between its files resolve."""
-    files = sorted(folder.rglob("*.py"))
+    files = project_files(folder)
     texts = {path: path.read_text(encoding="utf-8") for path in files}
     enabled = frozenset().union(*(enabled_for(text) for text in texts.values()))
     found = defaultdict(list)
@@ -35,8 +37,8 @@ def test_project(folder):
 def test_each_project_crosses_files():
     """A project fixture is only a project if some file imports another one of it."""
     for folder in project_folders():
-        names = {p.stem for p in folder.rglob("*.py")} | {p.name for p in folder.iterdir() if p.is_dir()}
-        sources = [p.read_text(encoding="utf-8") for p in folder.rglob("*.py")]
+        names = {p.stem for p in project_files(folder)} | {p.name for p in folder.iterdir() if p.is_dir()}
+        sources = [p.read_text(encoding="utf-8") for p in project_files(folder)]
         assert any(f"from {name}" in s or f"import {name}" in s or "from ." in s for s in sources for name in names), folder
 
 
@@ -52,6 +54,6 @@ def test_fixture_corpus_size(family):
 def test_new_families_have_eighty_programs_a_third_negative():
     files = [p for p in fixture_files() if p.parent.name in FAMILIES[1:]] + project_folders()
     silent = [p for p in files if not any(expectations(f.read_text(encoding="utf-8"))
-                                          for f in ([p] if p.is_file() else p.rglob("*.py")))]
+                                          for f in ([p] if p.is_file() else project_files(p)))]
     assert len(files) >= 80
     assert len(silent) * 3 >= len(files)
