@@ -60,7 +60,7 @@ def test_json_output_follows_the_contract(project):
     assert (first["path"], first["line"], first["column"], first["end_line"], first["end_column"]) == ("buggy.py", 4, 0, 4, 12)
     assert first["fix"] == {"applicability": "safe", "message": "Assign the moved tensor back to `x`",
                             "edits": [{"line": 4, "column": 0, "end_line": 4, "end_column": 0, "content": "x = "}]}
-    assert data[1]["fix"]["edits"] == [{"line": 6, "column": 5, "end_line": 6, "end_column": 5, "content": ".to(y.device)"}]
+    assert data[1]["fix"]["edits"] == [{"line": 6, "column": 0, "end_line": 6, "end_column": 0, "content": "x = x.to(y.device)\n"}]
     assert [d["line"] for d in data] == sorted(d["line"] for d in data)
 
 

@@ -84,9 +84,16 @@ class EditBuilder:
         return Edit(end.line, end.column, end.line, end.column, content)
 
     def add_keyword(self, call: cst.Call, keyword: str, value: str) -> Edit:
-        """`f(a)` -> `f(a, keyword=value)`; `f()` -> `f(keyword=value)`."""
+        """`f(a)` -> `f(a, keyword=value)`; `f()` -> `f(keyword=value)`; a call with one argument
+        per line and a trailing comma gets a line of its own."""
         if call.args:
-            return self.insert_after(call.args[-1].value, f", {keyword}={value}")
+            last = call.args[-1]
+            comma = last.comma
+            if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+                indent = self._indentation_at(self._checked(last).start)
+                if indent is not None:
+                    return self.insert_after(comma, f"{self.newline}{indent}{keyword}={value},")
+            return self.insert_after(last.value, f", {keyword}={value}")
         end = self.context.range_of(call).end  # just past `)`
         return Edit(end.line, end.column - 1, end.line, end.column - 1, f"{keyword}={value}")
 
@@ -99,6 +106,15 @@ class EditBuilder:
         where = self._checked(statement)
         text = "".join(lines(self.text)[where.start.line - 1: where.end.line])
         return text if text.endswith(("\n", "\r")) else text + self.newline
+
+    def indentation(self, statement: Statement) -> Optional[str]:
+        """The whitespace before the statement on its line; None if anything else is there."""
+        return self._indentation_at(self._checked(statement).start)
+
+    def _indentation_at(self, position) -> Optional[str]:
+        offset = self._line_starts[position.line - 1]
+        prefix = self.text[offset: offset + position.column]
+        return prefix if not prefix.strip() else None
 
     def insert_lines_before(self, statement: Statement, text: str) -> Edit:
         start = self._checked(statement).start
@@ -124,6 +140,8 @@ class EditBuilder:
                 return spelled, Edit(end.line, end.column, end.line, end.column, self.newline + "import torch")
             return spelled, Edit(target, 0, target, 0, line)
         start = self.context.range_of(self.module.body[index]).start
+        if not imports.is_import(self.module.body[index]):
+            line += self.newline  # an import block ends with a blank line
         return spelled, Edit(start.line, 0, start.line, 0, line)
 
     # --- structure ---------------------------------------------------------------
@@ -153,9 +171,10 @@ class EditBuilder:
     def same_block(self, first: Statement, second: Statement) -> bool:
         return self.parent(first) is self.parent(second) and self.parent(first) is not None
 
-    def name_bound_before(self, name: str, at: cst.CSTNode) -> bool:
+    def name_bound_before(self, name: str, at: cst.CSTNode, local: bool = False) -> bool:
         """`name` is a variable that exists where `at` runs: bound earlier in the same
-        function (or a parameter), or bound in an enclosing scope."""
+        function (or a parameter), or, unless `local`, bound in an enclosing scope. (Assigning
+        a name that only an enclosing scope binds would make it local to the whole function.)"""
         if self._scopes is None:
             self._scopes = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(ScopeProvider)
         scope = self._scopes.get(at)
@@ -164,11 +183,11 @@ class EditBuilder:
         assignments = [a for a in scope[name] if isinstance(a, Assignment)]
         if not assignments:
             return False
-        local = [a for a in assignments if a.scope is scope]
-        if not local:
-            return True
+        here = [a for a in assignments if a.scope is scope]
+        if not here:
+            return not local
         start = self.context.range_of(at).start
-        return any(_before(self.context.range_of(a.node).start, start) for a in local
+        return any(_before(self.context.range_of(a.node).start, start) for a in here
                    if _has_position(self.context, a.node))
 
 

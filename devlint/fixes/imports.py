@@ -58,7 +58,7 @@ def import_position(module: cst.Module) -> Tuple[int, bool]:
     while index < len(body) and _is_future_import(body[index]):
         index += 1
     for position in range(index, len(body)):
-        if _is_import(body[position]):
+        if is_import(body[position]):
             return position, False
     return index, index >= len(body)
 
@@ -75,7 +75,7 @@ def _is_future_import(statement: cst.CSTNode) -> bool:
                     for s in statement.body if isinstance(s, cst.ImportFrom) and s.module is not None))
 
 
-def _is_import(statement: cst.CSTNode) -> bool:
+def is_import(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and any(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body)
 

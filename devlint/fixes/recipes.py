@@ -85,6 +85,22 @@ def move_to(context: "RuleContext", expression: cst.BaseExpression, device: str)
     return [context.edits.replace(expression, f"({context.module.code_for_node(expression)}).to({device})")]
 
 
+def rebind_before(context: "RuleContext", statement: cst.SimpleStatementLine, name: str,
+                  device: str) -> Optional[Edit]:
+    """`y = y.to(device)` on its own line before `statement`, so that every later use sees the
+    moved tensor; None when the line cannot go there (a name not bound yet, an odd indentation)."""
+    first = statement.body[0]
+    if not context.edits.name_bound_before(name, first, local=True):
+        return None
+    root = device.split(".")[0]
+    if root.isidentifier() and not context.edits.name_bound_before(root, first):
+        return None
+    indent = context.edits.indentation(statement)
+    if indent is None:
+        return None
+    return context.edits.insert_lines_before(statement, f"{indent}{name} = {name}.to({device}){context.edits.newline}")
+
+
 def has_keyword(call: cst.Call, keyword: str) -> bool:
     return any(arg.keyword is not None and arg.keyword.value == keyword for arg in call.args)
 

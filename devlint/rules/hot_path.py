@@ -210,7 +210,7 @@ for x, y in loader:
 class LoaderNotPinned(Rule):
     code = "DEV404"
     fixable = True
-    fix_summary = 'adds `pin_memory=True` (safe: ignored where there is no accelerator)'
+    fix_summary = 'adds `pin_memory=torch.cuda.is_available()` (safe: pinned where it helps, no warning on a CPU machine)'
     name = "loader-not-pinned"
     severity = WARNING
     summary = "A DataLoader feeds the accelerator with neither `pin_memory=True` nor worker processes."
@@ -254,7 +254,7 @@ for (x,) in loader:
                 seen.add(id(feed.loader))
                 yield Finding(feed.loader, (
                     f"this DataLoader feeds the accelerator (line {context.line_of(feed.move)}) with no workers and "
-                    "no pinned memory; set num_workers and pin_memory=True"), partial(_keyword_fix, feed.loader, "pin_memory", context))
+                    "no pinned memory; set num_workers and pin_memory=True"), partial(_pin_memory_fix, feed.loader, context))
 
 
 class BlockingCopyFromPinned(Rule):
@@ -304,15 +304,25 @@ for (x,) in loader:
                 seen.add(id(feed.move))
                 yield Finding(feed.move, (
                     f"the batch comes from pinned memory (DataLoader on line {context.line_of(feed.loader)}) but the "
-                    "copy blocks; pass non_blocking=True"), partial(_keyword_fix, feed.move, "non_blocking", context))
+                    "copy blocks; pass non_blocking=True"), partial(_non_blocking_fix, feed.move, context))
 
 
-def _keyword_fix(call: cst.CSTNode, keyword: str, context: RuleContext) -> Optional[Fix]:
-    """`pin_memory=True` on a loader, `non_blocking=True` on a copy from pinned memory: safe, since
-    without an accelerator both are ignored, and a host-to-device copy stays ordered before its use."""
-    if not isinstance(call, cst.Call) or not takes_keyword(call, keyword):
+def _pin_memory_fix(loader: cst.CSTNode, context: RuleContext) -> Optional[Fix]:
+    """`pin_memory=torch.cuda.is_available()`: pinned where it helps, and no warning about
+    pinning without an accelerator on a CPU machine. Safe."""
+    if not isinstance(loader, cst.Call) or not takes_keyword(loader, "pin_memory"):
         return None
-    return Fix(SAFE, f"Pass `{keyword}=True`", (context.edits.add_keyword(call, keyword, "True"),))
+    torch, import_edit = context.edits.spell("torch")
+    value = f"{torch}.cuda.is_available()"
+    edits = (context.edits.add_keyword(loader, "pin_memory", value),) + ((import_edit,) if import_edit else ())
+    return Fix(SAFE, f"Pass `pin_memory={value}`", edits)
+
+
+def _non_blocking_fix(move: cst.CSTNode, context: RuleContext) -> Optional[Fix]:
+    """Safe: a host-to-device copy stays ordered before the kernels that use it."""
+    if not isinstance(move, cst.Call) or not takes_keyword(move, "non_blocking"):
+        return None
+    return Fix(SAFE, "Pass `non_blocking=True`", (context.edits.add_keyword(move, "non_blocking", "True"),))
 
 
 class ModelMovedInLoop(Rule):

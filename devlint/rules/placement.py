@@ -12,7 +12,7 @@ from ..analysis.facts import (
 from ..analysis.lattice import BATCH, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER, TENSOR
 from ..analysis.names import dotted_name
 from ..fixes import SAFE, UNSAFE, Fix
-from ..fixes.recipes import move_to, takes_keyword, to_host
+from ..fixes.recipes import move_to, rebind_before, takes_keyword, to_host
 from .base import Finding, Rule
 from .context import RuleContext
 
@@ -38,7 +38,7 @@ def _is_factory_mix(mismatch: DeviceMismatch) -> bool:
 class ModelInputDeviceMismatch(Rule):
     code = "DEV101"
     fixable = True
-    fix_summary = 'moves the input where the model uses it, `model(x.to(device))`, with the device the model was moved with (safe; tried after the other fixes, which often remove the cause)'
+    fix_summary = 'moves the input on a line of its own before the call, `x = x.to(device)` with the device the model was moved with, or where it is used when it is not a plain name (safe; tried after the other fixes, which often remove the cause)'
     fix_after_others = True
     name = "model-input-device-mismatch"
     summary = "A model is called with an input that lives on another device."
@@ -89,7 +89,7 @@ out = model(x)
 class OperandDeviceMismatch(Rule):
     code = "DEV102"
     fixable = True
-    fix_summary = 'moves the operand left behind where it is used, `loss_fn(out, y.to(out.device))` (safe; tried after the other fixes)'
+    fix_summary = 'moves the operand left behind on a line of its own before the failing statement, `y = y.to(out.device)`, or where it is used when it is not a plain name (safe; tried after the other fixes)'
     fix_after_others = True
     name = "operand-device-mismatch"
     summary = "The operands of one operation live on different devices."
@@ -202,13 +202,20 @@ class Gate(nn.Module):
 
 
 def _move_offender_fix(mismatch: DeviceMismatch, context: RuleContext) -> Optional[Fix]:
-    """Move the value left behind where it is used: `loss_fn(out, y)` -> `loss_fn(out, y.to(out.device))`.
-    Safe (a no-op on the CPU); tried only after the other fixes, which often remove the cause."""
+    """Move the value left behind: a name is moved on a line of its own before the failing
+    statement (`y = y.to(out.device)`), so its later uses see it moved too; anything else where
+    it is used (`loss_fn(out, batch["y"].to(out.device))`). Safe (a no-op on the CPU); tried only
+    after the other fixes, which often remove the cause."""
     offender = mismatch.offender
     movable = offender.value.kind == TENSOR or (offender.value.source == SOURCE_TOKENIZER and offender.value.kind == BATCH)
     device = _anchor_device(mismatch, context)
     if not movable or device is None or isinstance(offender.node, cst.StarredElement):
         return None
+    statement = context.edits.statement(mismatch.node)
+    if isinstance(offender.node, cst.Name) and statement is not None:
+        line = rebind_before(context, statement, offender.node.value, device)
+        if line is not None:
+            return Fix(SAFE, f"Move `{offender.node.value}` to `{device}` before this line", (line,))
     return Fix(SAFE, f"Move {context.operand(offender)} to `{device}` where it is used",
                tuple(move_to(context, offender.node, device)))
 
@@ -472,7 +479,7 @@ def _to_host_fix(conversion: HostConversion, context: RuleContext) -> Optional[F
 class UnmovedTokenizerOrCheckpoint(Rule):
     code = "DEV107"
     fixable = True
-    fix_summary = 'moves the tokenizer output where the model uses it: `model(**inputs.to(device))` (safe; tried after the other fixes)'
+    fix_summary = 'moves the tokenizer output before the model uses it: `inputs = inputs.to(device)` (safe; tried after the other fixes)'
     fix_after_others = True
     name = "unmoved-tokenizer-or-checkpoint"
     summary = "Tokenizer output or a `torch.load` result stays on the CPU while the model is on an accelerator."
