@@ -249,3 +249,31 @@ def test_a_fix_is_not_offered_where_libcst_positions_do_not_match_the_text():
     diagnostics = {d.code: d for d in check_text(text, "t.py", CODES)}
     assert diagnostics["DEV104"].fix is None
     assert diagnostics["DEV106"].fix is not None
+
+
+def test_names_a_fix_may_use_are_bound_before_it_in_its_scope():
+    """A fix may read a name bound earlier in its function or in the module, and may rebind
+    (`w = w.to(...)`) only a name of its own function: rebinding a global would make it local
+    to the whole function (UnboundLocalError)."""
+    import libcst as cst
+
+    from devlint.rules.context import RuleContext
+
+    source = (
+        "weights = 1\n"
+        "def score(x):\n"
+        "    use(weights, x, later)\n"
+        "    later = 2\n"
+        "class Net:\n"
+        "    size = 3\n"
+        "    def forward(self):\n"
+        "        use(size, self)\n")
+    module = cst.parse_module(source)
+    context = RuleContext(module, text=source)
+    first_use = module.body[1].body.body[0].body[0].value
+    method_use = module.body[2].body.body[1].body.body[0].body[0].value
+    bound = context.edits.name_bound_before
+    assert bound("weights", first_use) and not bound("weights", first_use, local=True)
+    assert bound("x", first_use, local=True)
+    assert not bound("later", first_use)
+    assert bound("self", method_use) and not bound("size", method_use)

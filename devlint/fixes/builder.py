@@ -1,18 +1,17 @@
 """Edits from nodes: what a rule uses to describe its fix.
 
 The builder answers the few structural questions a fix needs (the statement
-around a node, the function it is in, whether a name is bound there) from
-libcst metadata computed on first use, so files without fixable findings
-never pay for it.
+around a node, the function it is in, whether a name is bound there) by
+walking the tree near that node (`tree.py`), and only when a fix is built.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import libcst as cst
-from libcst.metadata import Assignment, CodeRange, MetadataWrapper, ParentNodeProvider, ScopeProvider
+from libcst.metadata import CodeRange
 
-from . import imports
+from . import imports, tree
 from .apply import line_starts, lines, to_offset
 from .model import Edit
 
@@ -32,8 +31,7 @@ class EditBuilder:
         self.module = context.module
         self.newline = context.module.default_newline
         self.fallback_style = fallback_style
-        self._parents: Optional[Dict[cst.CSTNode, cst.CSTNode]] = None
-        self._scopes = None
+        self._paths: Dict[cst.CSTNode, List[cst.CSTNode]] = {}
         self._text: Optional[str] = None
         self._line_starts: Optional[List[int]] = None
 
@@ -146,27 +144,33 @@ class EditBuilder:
 
     # --- structure ---------------------------------------------------------------
 
+    def _range_or_none(self, node: cst.CSTNode) -> Optional[CodeRange]:
+        try:
+            return self.context.range_of(node)
+        except KeyError:
+            return None
+
+    def path(self, node: cst.CSTNode) -> List[cst.CSTNode]:
+        """The nodes from the module down to `node` (empty when it is not in the module)."""
+        if node not in self._paths:
+            self._paths[node] = tree.path_to(self.module, node, self._range_or_none) or []
+        return self._paths[node]
+
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        if self._parents is None:
-            self._parents = dict(MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(ParentNodeProvider))
-        return self._parents.get(node)
+        path = self.path(node)
+        return path[-2] if len(path) >= 2 else None
 
     def statement(self, node: cst.CSTNode) -> Optional[Statement]:
         """The simple statement line that holds `node`, when it holds nothing else."""
-        current: Optional[cst.CSTNode] = node
-        while current is not None and not isinstance(current, cst.SimpleStatementLine):
-            if isinstance(current, cst.BaseCompoundStatement):
+        for ancestor in reversed(self.path(node)):
+            if isinstance(ancestor, cst.SimpleStatementLine):
+                return ancestor if len(ancestor.body) == 1 else None
+            if isinstance(ancestor, cst.BaseCompoundStatement):
                 return None
-            current = self.parent(current)
-        if current is None or len(current.body) != 1:
-            return None
-        return current
+        return None
 
     def function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
-        current = self.parent(node)
-        while current is not None and not isinstance(current, cst.FunctionDef):
-            current = self.parent(current)
-        return current
+        return next((a for a in reversed(self.path(node)[:-1]) if isinstance(a, cst.FunctionDef)), None)
 
     def same_block(self, first: Statement, second: Statement) -> bool:
         return self.parent(first) is self.parent(second) and self.parent(first) is not None
@@ -175,20 +179,19 @@ class EditBuilder:
         """`name` is a variable that exists where `at` runs: bound earlier in the same
         function (or a parameter), or, unless `local`, bound in an enclosing scope. (Assigning
         a name that only an enclosing scope binds would make it local to the whole function.)"""
-        if self._scopes is None:
-            self._scopes = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(ScopeProvider)
-        scope = self._scopes.get(at)
-        if scope is None:
+        path = self.path(at)
+        if not path:
             return False
-        assignments = [a for a in scope[name] if isinstance(a, Assignment)]
-        if not assignments:
-            return False
-        here = [a for a in assignments if a.scope is scope]
-        if not here:
-            return not local
+        innermost = next((n for n in reversed(path[:-1]) if isinstance(n, tree.NEW_SCOPES)), None)
+        if innermost is not None and not isinstance(innermost, cst.FunctionDef):
+            return False  # a class body, lambda or comprehension: not worth the subtleties
+        # Class bodies are not visible from their methods: only functions and the module count.
+        scopes = [self.module] + [n for n in path[:-1] if isinstance(n, cst.FunctionDef)]
         start = self.context.range_of(at).start
-        return any(_before(self.context.range_of(a.node).start, start) for a in here
-                   if _has_position(self.context, a.node))
+        here = tree.binding_positions(name, scopes[-1], self._range_or_none)
+        if here:
+            return any(_before(where.start, start) for where in here)
+        return not local and any(tree.binding_positions(name, outer, self._range_or_none) for outer in scopes[:-1])
 
 
 def _squash(text: str) -> str:
@@ -197,11 +200,3 @@ def _squash(text: str) -> str:
 
 def _before(first, second) -> bool:
     return (first.line, first.column) < (second.line, second.column)
-
-
-def _has_position(context: "RuleContext", node: cst.CSTNode) -> bool:
-    try:
-        context.range_of(node)
-    except KeyError:
-        return False
-    return True
