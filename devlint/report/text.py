@@ -60,7 +60,8 @@ def format_fix_hint(diagnostics: Sequence[Diagnostic], unsafe_enabled: bool) -> 
     """ruff's hint: how many findings `--fix` would repair."""
     safe, unsafe = fixable_counts(diagnostics)
     if unsafe_enabled:
-        safe, unsafe = safe + unsafe, 0
+        total = safe + unsafe
+        return f"[*] {total} fixable with `--fix --unsafe-fixes`.\n" if total else ""
     if not safe and not unsafe:
         return ""
     hint = f"[*] {safe} fixable with `--fix`" if safe else "No fixes available with `--fix`"
