@@ -222,23 +222,30 @@ def _move_offender_fix(mismatch: DeviceMismatch, context: RuleContext) -> Option
 
 def _anchor_device(mismatch: DeviceMismatch, context: RuleContext) -> Optional[str]:
     """How to name the anchor's device at the failing line: `out.device` for a tensor, or the
-    device a module was moved with (`model.to(device)` -> `device`)."""
-    anchor, at = mismatch.anchor, mismatch.node
+    device a module was moved with."""
+    anchor = mismatch.anchor
     if anchor.value.kind == TENSOR and isinstance(anchor.node, (cst.Name, cst.Attribute)):
         expression = f"{context.module.code_for_node(anchor.node)}.device"
     else:
-        move = anchor.value.origin
-        if not (isinstance(move, cst.Call) and isinstance(move.func, cst.Attribute) and move.func.attr.value == "to"
-                and len(move.args) == 1 and move.args[0].keyword is None):
-            return None
-        target = move.args[0].value
-        if not isinstance(target, (cst.Name, cst.Attribute, cst.SimpleString)):
-            return None
-        expression = context.module.code_for_node(target)
-    root = expression.split(".")[0]
-    if not root.isidentifier() or not context.edits.name_bound_before(root, at):
-        return None if not expression.startswith(('"', "'")) else expression
-    return expression
+        expression = _module_move_target(anchor.value.origin, context)
+    if expression is None or expression.startswith(('"', "'")):
+        return expression
+    return expression if context.edits.name_bound_before(expression.split(".")[0], mismatch.node) else None
+
+
+def _module_move_target(move: Optional[cst.CSTNode], context: RuleContext) -> Optional[str]:
+    """`model.to(device)` -> `device`; `model.cuda()` -> `"cuda"` (the failing line runs only
+    after that move succeeded, so CUDA is there)."""
+    if not isinstance(move, cst.Call) or not isinstance(move.func, cst.Attribute):
+        return None
+    if move.func.attr.value == "cuda" and not move.args:
+        return '"cuda"'
+    if move.func.attr.value != "to" or len(move.args) != 1 or move.args[0].keyword is not None:
+        return None
+    target = move.args[0].value
+    if isinstance(target, cst.SimpleString) or dotted_name(target) is not None:
+        return context.module.code_for_node(target)
+    return None
 
 
 def _factory_device_fix(mismatch: DeviceMismatch, context: RuleContext) -> Optional[Fix]:
