@@ -174,6 +174,12 @@ def test_demo_reports_each_bug():
     }
 
 
+def test_readme_shows_what_the_demo_prints():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    printed = devlint("examples", "--no-cache", cwd=ROOT).stdout
+    assert f"What the demo run prints:\n\n```\n{printed}```" in readme
+
+
 def test_results_cache_is_used_and_invalidated(project):
     first = devlint("buggy.py", "--output-format", "json", cwd=project)
     entries = list((project / ".devlint_cache").rglob("*.json"))
