@@ -12,7 +12,7 @@ from . import __version__, cache
 from .config import ConfigError, find_config, load_settings
 from .discovery import collect_files
 from .diagnostics import Diagnostic
-from .engine import analyse_text, check_bytes, decode, raise_recursion_limit
+from .engine import analyse_text, check_bytes, raise_recursion_limit
 from .fixes.diff import unified_diff
 from .fixes.fixer import FileFix, fix_bytes
 from .fixes.writer import write_fixed
@@ -144,7 +144,7 @@ def _check_stdin(args: argparse.Namespace, settings, enabled) -> int:
     def analyse(text: str) -> List[Diagnostic]:
         return analyse_text(text, name, codes, None, settings.fallback_style)[0]
 
-    result = fix_bytes(data, name, diagnostics, analyse, args.unsafe_fixes, decode)
+    result = fix_bytes(data, name, diagnostics, analyse, args.unsafe_fixes)
     _report_fix_problems([result])
     if args.diff:
         return _print_diffs([result], args.quiet)
@@ -173,7 +173,8 @@ def _write(results: List[FileFix], diagnostics: List[Diagnostic]) -> Tuple[List[
 def _report_fix_problems(results: List[FileFix]) -> None:
     for result in results:
         for problem in result.problems:
-            sys.stderr.write(f"devlint: warning: {result.path}:{problem}\n")
+            where = f"{result.path}:" if problem[:1].isdigit() else f"{result.path}: "
+            sys.stderr.write(f"devlint: warning: {where}{problem}\n")
 
 
 def _print_diffs(results: List[FileFix], quiet: bool) -> int:

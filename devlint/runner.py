@@ -18,7 +18,7 @@ from . import cache
 from .analysis.project import ProjectPlace
 from .analysis.project import Exports, ProjectIndex, module_name
 from .diagnostics import Diagnostic
-from .engine import DEFAULT_FALLBACK, analyse_text, check_bytes, decode, raise_recursion_limit
+from .engine import DEFAULT_FALLBACK, analyse_text, check_bytes, raise_recursion_limit
 from .fixes.fixer import FileFix, applicable, fix_bytes
 from .rules import UnreadableFileRule
 
@@ -102,7 +102,7 @@ def fix_file(task: Tuple[JobLike, bool]) -> FileFix:
     def analyse(text: str) -> List[Diagnostic]:
         return analyse_text(text, job.path, job.enabled, place, job.fallback_style)[0]
 
-    return fix_bytes(data, job.path, found, analyse, unsafe, decode)
+    return fix_bytes(data, job.path, found, analyse, unsafe)
 
 
 def check_files(jobs: Sequence[JobLike], processes: int, progress: Optional[Progress] = None) -> List[Diagnostic]:

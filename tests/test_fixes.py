@@ -277,3 +277,16 @@ def test_names_a_fix_may_use_are_bound_before_it_in_its_scope():
     assert bound("x", first_use, local=True)
     assert not bound("later", first_use)
     assert bound("self", method_use) and not bound("size", method_use)
+
+
+def test_fixes_that_never_settle_stop_after_a_bounded_number_of_passes():
+    from devlint.fixes.fixer import MAX_PASSES, fix_text
+
+    grow = Fix(SAFE, "grow", (Edit(1, 0, 1, 0, "#"),))
+    forever = [_diagnostic(1, grow)]
+    text, applied, remaining, problems = fix_text("x = 1\n", forever, lambda new_text: forever, unsafe=False)
+    assert text == "#" * MAX_PASSES + "x = 1\n"
+    assert len(applied) == MAX_PASSES and remaining == forever
+    assert problems == [f"fixes did not settle after {MAX_PASSES} passes; the last result is kept"]
+    settled = fix_text("x = 1\n", forever, lambda new_text: [], unsafe=False)
+    assert settled == ("#x = 1\n", forever, [], [])

@@ -31,7 +31,7 @@ def fix_fixture(path: Path, unsafe: bool = True) -> FileFix:
     def analyse(source: str):
         return analyse_text(source, name, enabled, None)[0]
 
-    return fix_bytes(data, name, analyse(text), analyse, unsafe, decode)
+    return fix_bytes(data, name, analyse(text), analyse, unsafe)
 
 
 def fix_project(folder: Path) -> Dict[Path, FileFix]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Set, Tuple
 
 from ..diagnostics import Diagnostic
+from ..engine import decode
 from ..rules import RULES_BY_CODE
 from .apply import apply_pass, resolve
 from .model import SAFE, Fix
@@ -55,14 +56,16 @@ def fix_text(text: str, diagnostics: List[Diagnostic], analyse: Analyse,
     applied_all: List[Diagnostic] = []
     problems: List[str] = []
     given_up: Set[Tuple[str, str]] = set()
-    for _ in range(MAX_PASSES):
+    for passes in range(MAX_PASSES + 1):
         fixable = [(d, Fix.from_json(d.fix)) for d in diagnostics
                    if applicable(d, unsafe) and (d.code, d.fix["message"]) not in given_up]
         if not fixable:
-            return text, applied_all, diagnostics, problems
+            break
+        if passes == MAX_PASSES:
+            problems.append(f"fixes did not settle after {MAX_PASSES} passes; the last result is kept")
+            break
         causes = [(d, fix) for d, fix in fixable if not _treats_symptom(d.code)]
-        fixable = causes or fixable
-        candidates, unplaced = resolve(text, fixable)
+        candidates, unplaced = resolve(text, causes or fixable)
         for diagnostic in unplaced:
             given_up.add((diagnostic.code, diagnostic.fix["message"]))
             problems.append(f"{diagnostic.line}: {diagnostic.code} fix has edits outside the file; dropped")
@@ -72,23 +75,22 @@ def fix_text(text: str, diagnostics: List[Diagnostic], analyse: Analyse,
             given_up.add((diagnostic.code, candidate.fix.message))
             problems.append(f"{diagnostic.line}: {diagnostic.code} fix would leave code that does not parse; dropped")
         if not applied:
-            return text, applied_all, diagnostics, problems
+            break
         applied_all.extend(candidate.key for candidate in applied)
         text = new_text
         diagnostics = analyse(text)
-    problems.append(f"fixes did not settle after {MAX_PASSES} passes; the last result is kept")
     return text, applied_all, diagnostics, problems
 
 
-def fix_bytes(data: bytes, path: str, diagnostics: List[Diagnostic], analyse: Analyse, unsafe: bool,
-              decode: Callable[[bytes], Tuple[Optional[str], object]]) -> FileFix:
+def fix_bytes(data: bytes, path: str, diagnostics: List[Diagnostic], analyse: Analyse, unsafe: bool) -> FileFix:
+    """Fix one file's content in memory, given its diagnostics and how to analyse new text."""
     result = FileFix(path, data, found=diagnostics, remaining=diagnostics)
     if not any(applicable(d, unsafe) for d in diagnostics):
         return result
     text, _ = decode(data)
     encoding = source_encoding(data)
     if text is None or encoding is None or text.encode(encoding) != data:
-        result.problems.append("cannot re-encode the file exactly as it was read; not fixed")
+        result.problems.append("the file cannot be re-encoded exactly as it was read; not fixed")
         return result
     new_text, applied, remaining, problems = fix_text(text, diagnostics, analyse, unsafe)
     result.applied, result.remaining, result.problems = applied, remaining, problems
