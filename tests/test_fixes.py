@@ -1,6 +1,7 @@
 """`--fix`, `--diff` and the fix engine: fixes change what they should and not a byte more."""
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import stat
@@ -170,7 +171,13 @@ def test_demo_fixed_still_runs_and_is_clean_for_the_fixed_rules(tmp_path):
     work.mkdir()
     source = (ROOT / "examples" / "train_demo.py").read_bytes()
     (work / "train_demo.py").write_bytes(source)
+    diff = devlint("--diff", "--no-cache", "train_demo.py", cwd=work)
+    assert (work / "train_demo.py").read_bytes() == source and diff.returncode == 1
     result = devlint("--fix", "--no-cache", "--output-format", "json", "train_demo.py", cwd=work)
+    after = (work / "train_demo.py").read_text(encoding="utf-8")
+    expected = difflib.unified_diff(source.decode().splitlines(keepends=True), after.splitlines(keepends=True),
+                                    "train_demo.py", "train_demo.py")
+    assert diff.stdout.decode() == "".join(expected)  # --diff shows exactly what --fix writes
     remaining = {d["code"] for d in json.loads(result.stdout)}
     fixed_rules = {"DEV101", "DEV102", "DEV103", "DEV104", "DEV106", "DEV404"}
     assert remaining and not remaining & fixed_rules
