@@ -16,7 +16,8 @@ from .engine import analyse_text, check_bytes, raise_recursion_limit
 from .fixes.diff import unified_diff
 from .fixes.fixer import FileFix, fix_bytes
 from .fixes.writer import write_fixed
-from .report import FORMATS, format_fix_hint, format_fixed, format_json, format_statistics, format_summary, format_text
+from .docs import rules_markdown
+from .report import FORMATS, MACHINE_FORMATS, format_fix_hint, format_fixed, format_statistics, format_summary, format_text
 from .rules import ALL_RULES, RULES_BY_CODE, RULES_BY_NAME
 from .runner import Job, check_files, default_processes, fix_files
 from .selection import enabled_codes, ignored_for
@@ -49,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--ignore", type=_codes, action="extend", default=[], help="rules to leave out")
     check.add_argument("--extend-exclude", type=_codes, action="extend", default=[], help="more paths/globs to skip")
     check.add_argument("--output-format", choices=FORMATS, default="text")
+    check.add_argument("--output-file", type=Path, metavar="FILE",
+                       help="write the report to FILE instead of standard output")
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems are found")
     check.add_argument("--stdin-filename", help="the name to report for code read from stdin")
@@ -65,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="list the fixes applied (with --fix), or each finding's fix")
 
     rules = commands.add_parser("rules", help="list all rules")
-    rules.add_argument("--output-format", choices=FORMATS, default="text")
+    rules.add_argument("--output-format", choices=("text", "json", "markdown"), default="text",
+                       help="markdown: the full documentation of every rule (docs/rules.md)")
 
     explain = commands.add_parser("explain", help="show a rule's documentation")
     explain.add_argument("rule", metavar="CODE", help="a rule code (DEV101) or name")
@@ -191,8 +195,20 @@ def _print_diffs(results: List[FileFix], quiet: bool) -> int:
 
 def _report(args: argparse.Namespace, diagnostics: List[Diagnostic], files_checked: int,
             fixed: List[Diagnostic], stream) -> None:
-    if args.output_format == "json":
-        stream.write(format_json(diagnostics))
+    if args.output_file is not None:
+        try:
+            with open(args.output_file, "w", encoding="utf-8", newline="\n") as report:
+                _write_report(args, diagnostics, files_checked, fixed, report)
+        except OSError as error:
+            raise ConfigError(f"cannot write {args.output_file}: {error.strerror or error}") from None
+        return
+    _write_report(args, diagnostics, files_checked, fixed, stream)
+
+
+def _write_report(args: argparse.Namespace, diagnostics: List[Diagnostic], files_checked: int,
+                  fixed: List[Diagnostic], stream) -> None:
+    if args.output_format in MACHINE_FORMATS:
+        stream.write(MACHINE_FORMATS[args.output_format](diagnostics))
         return
     stream.write(format_text(diagnostics, args.unsafe_fixes, args.show_fixes and not args.fix))
     if args.statistics:
@@ -212,6 +228,9 @@ def _progress(done: int, total: int) -> None:
 
 
 def list_rules(output_format: str) -> int:
+    if output_format == "markdown":
+        sys.stdout.write(rules_markdown())
+        return EXIT_CLEAN
     if output_format == "json":
         sys.stdout.write(json.dumps([
             {"code": r.code, "name": r.name, "severity": r.severity, "summary": r.summary,
