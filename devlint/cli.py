@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--extend-select", type=_codes, action="extend", default=[], help="rules to add to the selection")
     check.add_argument("--ignore", type=_codes, action="extend", default=[], help="rules to leave out")
     check.add_argument("--extend-exclude", type=_codes, action="extend", default=[], help="more paths/globs to skip")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply excludes to files named on the command line too (for pre-commit and editors)")
     check.add_argument("--output-format", choices=FORMATS, default="text")
     check.add_argument("--output-file", type=Path, metavar="FILE",
                        help="write the report to FILE instead of standard output")
@@ -115,7 +117,7 @@ def run_check(args: argparse.Namespace) -> int:
         return _check_stdin(args, settings, enabled)
     if "-" in paths:
         raise ConfigError("`-` (stdin) cannot be combined with other paths")
-    files = collect_files(paths, settings)
+    files = collect_files(paths, settings, args.force_exclude)
     cache_directory = None if args.no_cache else cache.prepare(str(settings.root))
     jobs = [Job(path, enabled - ignored_for(path, settings), cache_directory, settings.fallback_style)
             for path in files]

@@ -11,12 +11,14 @@ from .config import ConfigError, Settings
 PYTHON_SUFFIXES = (".py", ".pyi")
 
 
-def collect_files(paths: Sequence[str], settings: Settings) -> List[str]:
-    """Files to check, in a stable order. A file named explicitly is always checked."""
+def collect_files(paths: Sequence[str], settings: Settings, force_exclude: bool = False) -> List[str]:
+    """Files to check, in a stable order. A file named explicitly is checked even when an
+    exclude pattern matches it, unless `force_exclude` (editors and pre-commit name every file)."""
     files: List[str] = []
     for path in paths:
         if os.path.isfile(path):
-            files.append(path)
+            if not (force_exclude and is_excluded(path, settings)):
+                files.append(path)
         elif os.path.isdir(path):
             files.extend(_walk(path, settings))
         else:

@@ -200,3 +200,10 @@ def test_results_cache_is_used_and_invalidated(project):
 def test_no_cache_writes_nothing(project):
     devlint("buggy.py", "--no-cache", cwd=project)
     assert not (project / ".devlint_cache").exists()
+
+
+def test_force_exclude_applies_excludes_to_named_files(project):
+    (project / "pyproject.toml").write_text('[tool.devlint]\nexclude = ["buggy.py"]\n')
+    assert devlint("buggy.py", "--no-cache", cwd=project).returncode == 1  # named: checked
+    forced = devlint("buggy.py", "clean.py", "--force-exclude", "--no-cache", cwd=project)
+    assert forced.returncode == 0 and "1 file checked" in forced.stdout
