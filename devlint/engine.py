@@ -44,13 +44,16 @@ def check_bytes(data: bytes, path: str, enabled: FrozenSet[str], place: Optional
     return analyse_text(text, path, enabled, place, fallback_style)
 
 
-def check_text(text: str, path: str, enabled: FrozenSet[str], fallback_style: str = DEFAULT_FALLBACK) -> List[Diagnostic]:
-    """One file on its own (stdin, tests)."""
-    return analyse_text(text, path, enabled, None, fallback_style)[0]
+def check_text(text: str, path: str, enabled: FrozenSet[str], fallback_style: str = DEFAULT_FALLBACK,
+               suppress: bool = True) -> List[Diagnostic]:
+    """One file on its own (stdin, tests, the flake8 plugin)."""
+    return analyse_text(text, path, enabled, None, fallback_style, suppress)[0]
 
 
 def analyse_text(text: str, path: str, enabled: FrozenSet[str], place: Optional[ProjectPlace],
-                 fallback_style: str = DEFAULT_FALLBACK) -> Tuple[List[Diagnostic], Optional[Exports]]:
+                 fallback_style: str = DEFAULT_FALLBACK, suppress: bool = True,
+                 ) -> Tuple[List[Diagnostic], Optional[Exports]]:
+    """`suppress=False` keeps findings on `# noqa` lines, for a host (flake8) that applies its own."""
     if not _RELEVANT.search(text) or noqa.file_is_exempt(text):
         return [], _reexports(text, place)
     try:
@@ -79,7 +82,9 @@ def analyse_text(text: str, path: str, enabled: FrozenSet[str], place: Optional[
             raise
         return _engine(AnalysisLimitRule, path, 1, 0,
                        f"internal error while analysing ({type(error).__name__}: {error}); please report it", enabled), None
-    return sorted(_suppress(diagnostics, text), key=Diagnostic.sort_key), summary
+    if suppress:
+        diagnostics = _suppress(diagnostics, text)
+    return sorted(diagnostics, key=Diagnostic.sort_key), summary
 
 
 def _reexports(text: str, place: Optional[ProjectPlace]) -> Optional[Exports]:
