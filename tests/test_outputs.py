@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import copy
+import hashlib
+import io
 import json
 import subprocess
 import sys
+import tarfile
+import urllib.request
 from pathlib import Path
 
 import jsonschema
@@ -58,6 +62,25 @@ _RUN = _object(["tool", "results"], columnKind={"enum": ["utf16CodeUnits", "unic
 SARIF_SUBSET = _object(["version", "runs"], version={"const": "2.1.0"}, runs=_array(_RUN, 1))
 
 
+# The official SARIF 2.1.0 (RTM.5) schema, as Microsoft publishes it in an npm package (MIT). It is
+# fetched when the tests run, pinned by checksum, rather than copied into this repository.
+SCHEMA_PACKAGE = "https://registry.npmjs.org/@microsoft/sarif-matcher-utils/-/sarif-matcher-utils-1.0.0-beta.0.tgz"
+SCHEMA_SHA1 = "92b53ca3b0f9f8c4417be17c16296781049f3b4e"
+SCHEMA_MEMBER = "package/lib/schemas/sarif-2.1.0-rtm.5.json"
+
+
+@pytest.fixture(scope="session")
+def official_sarif_schema(tmp_path_factory):
+    try:
+        with urllib.request.urlopen(SCHEMA_PACKAGE, timeout=60) as response:
+            package = response.read()
+    except OSError as error:
+        pytest.fail(f"cannot fetch the SARIF schema from the npm registry ({error}); this test needs network access")
+    assert hashlib.sha1(package).hexdigest() == SCHEMA_SHA1, "the npm package holding the SARIF schema changed"
+    with tarfile.open(fileobj=io.BytesIO(package), mode="r:gz") as archive:
+        return json.load(archive.extractfile(SCHEMA_MEMBER))
+
+
 def devlint(*args, cwd):
     return subprocess.run([sys.executable, "-m", "devlint", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=120)
@@ -92,6 +115,18 @@ def test_sarif_output_is_valid_and_carries_rules_results_and_fixes(project):
     assert moved["fixes"][0]["artifactChanges"][0]["replacements"] == [{
         "deletedRegion": {"startLine": 4, "startColumn": 1, "endLine": 4, "endColumn": 1},
         "insertedContent": {"text": "x = "}}]
+
+
+@pytest.mark.network
+def test_sarif_output_validates_against_the_official_schema(project, official_sarif_schema):
+    assert official_sarif_schema["title"].startswith("Static Analysis Results Format (SARIF) Version 2.1.0")
+    log = json.loads(devlint("--output-format", "sarif", "--no-cache", "buggy.py", cwd=project).stdout)
+    validator = jsonschema.validators.validator_for(official_sarif_schema)(official_sarif_schema)
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(log)]
+    assert not errors, errors
+    broken = copy.deepcopy(log)
+    broken["runs"][0]["results"][0]["level"] = "fatal"
+    assert list(validator.iter_errors(broken)), "the schema should reject an unknown level"
 
 
 def test_github_annotations_escape_their_text(project):
