@@ -6,16 +6,16 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
 from . import __version__, cache
 from .config import ConfigError, find_config, load_settings
 from .discovery import collect_files
 from .diagnostics import Diagnostic
 from .engine import analyse_text, check_bytes, raise_recursion_limit
-from .fixes.diff import unified_diff
+from .fixes.diff import diff_report
 from .fixes.fixer import FileFix, fix_bytes
-from .fixes.writer import write_fixed
+from .fixes.writer import write_results
 from .docs import rules_markdown
 from .report import FORMATS, MACHINE_FORMATS, format_fix_hint, format_fixed, format_statistics, format_summary, format_text
 from .rules import ALL_RULES, RULES_BY_CODE, RULES_BY_NAME
@@ -129,7 +129,9 @@ def run_check(args: argparse.Namespace) -> int:
         _report_fix_problems(results)
         if args.diff:
             return _print_diffs(results, args.quiet)
-        diagnostics, fixed = _write(results, diagnostics)
+        diagnostics, fixed, not_written = write_results(results, diagnostics)
+        for message in not_written:
+            sys.stderr.write(f"devlint: {message}\n")
     else:
         diagnostics = check_files(jobs, processes, progress)
     _report(args, diagnostics, len(files), fixed, sys.stdout)
@@ -160,22 +162,6 @@ def _check_stdin(args: argparse.Namespace, settings, enabled) -> int:
     return EXIT_FINDINGS if result.remaining and not args.exit_zero else EXIT_CLEAN
 
 
-def _write(results: List[FileFix], diagnostics: List[Diagnostic]) -> Tuple[List[Diagnostic], List[Diagnostic]]:
-    """Write every fixed file; a file that cannot be written keeps its findings."""
-    fixed: List[Diagnostic] = []
-    for result in results:
-        if result.fixed is None:
-            continue
-        problem = write_fixed(result.path, result.original, result.fixed)
-        if problem is None:
-            fixed.extend(result.applied)
-            continue
-        sys.stderr.write(f"devlint: {result.path}: {problem}\n")
-        diagnostics = [d for d in diagnostics if d.path != result.path] + result.found
-    diagnostics.sort(key=Diagnostic.sort_key)
-    return diagnostics, fixed
-
-
 def _report_fix_problems(results: List[FileFix]) -> None:
     for result in results:
         for problem in result.problems:
@@ -184,15 +170,11 @@ def _report_fix_problems(results: List[FileFix]) -> None:
 
 
 def _print_diffs(results: List[FileFix], quiet: bool) -> int:
-    changed = [result for result in results if result.fixed is not None]
-    for result in changed:
-        sys.stdout.write(unified_diff(result))
+    diffs, summary = diff_report(results)
+    sys.stdout.write(diffs)
     if not quiet:
-        count = sum(len(result.applied) for result in changed)
-        noun = "problem" if count == 1 else "problems"
-        files = "file" if len(changed) == 1 else "files"
-        sys.stderr.write(f"Would fix {count} {noun} in {len(changed)} {files}.\n" if changed else "No fixes to apply.\n")
-    return EXIT_FINDINGS if changed else EXIT_CLEAN
+        sys.stderr.write(summary + "\n")
+    return EXIT_FINDINGS if diffs else EXIT_CLEAN
 
 
 def _report(args: argparse.Namespace, diagnostics: List[Diagnostic], files_checked: int,

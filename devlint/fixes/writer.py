@@ -10,7 +10,30 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from typing import Optional
+from typing import TYPE_CHECKING, List, Optional, Tuple
+
+from ..diagnostics import Diagnostic
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .fixer import FileFix
+
+
+def write_results(results: List["FileFix"], diagnostics: List[Diagnostic]
+                  ) -> Tuple[List[Diagnostic], List[Diagnostic], List[str]]:
+    """Write every fixed file. Returns the findings left (a file that could not be written keeps
+    its own), the findings fixed, and one message per file not written."""
+    fixed: List[Diagnostic] = []
+    messages: List[str] = []
+    for result in results:
+        if result.fixed is None:
+            continue
+        problem = write_fixed(result.path, result.original, result.fixed)
+        if problem is None:
+            fixed.extend(result.applied)
+            continue
+        messages.append(f"{result.path}: {problem}")
+        diagnostics = [d for d in diagnostics if d.path != result.path] + result.found
+    return sorted(diagnostics, key=Diagnostic.sort_key), fixed, messages
 
 
 def write_fixed(path: str, original: bytes, fixed: bytes) -> Optional[str]:
