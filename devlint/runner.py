@@ -4,7 +4,8 @@ Phase 1 analyses every file on its own and collects its summary for the
 project index.  Phase 2 analyses again, with the index, only the files whose
 imports the index can say something about; their diagnostics replace those
 of phase 1.  Both phases are cached by content (phase 2 also by what the
-file's imports resolve to).
+file's imports resolve to).  With `--fix`, the files that have fixes are then
+fixed in memory in the same processes, with the index; the caller writes them.
 """
 from __future__ import annotations
 
