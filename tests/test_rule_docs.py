@@ -49,3 +49,4 @@ def test_readme_fixes_table_matches_the_rules():
         row = f"| {rule.code} | {rule.name} | {rule.fix_summary} |"
         assert (row in readme) == rule.fixable, rule.code
         assert bool(rule.fix_summary) == rule.fixable, rule.code
+    assert f"{sum(rule.fixable for rule in ALL_RULES)} rules have fixes:" in readme
