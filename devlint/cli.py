@@ -17,13 +17,14 @@ from .fixes.diff import diff_report
 from .fixes.fixer import FileFix, fix_bytes
 from .fixes.writer import write_results
 from .docs import rules_markdown
+from .trace.command import trace_command
 from .report import FORMATS, MACHINE_FORMATS, format_fix_hint, format_fixed, format_statistics, format_summary, format_text
 from .rules import ALL_RULES, RULES_BY_CODE, RULES_BY_NAME
 from .runner import Job, check_files, default_processes, fix_files
 from .selection import enabled_codes, ignored_for
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-_COMMANDS = ("check", "rules", "explain")
+_COMMANDS = ("check", "rules", "explain", "trace")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,6 +76,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain = commands.add_parser("explain", help="show a rule's documentation")
     explain.add_argument("rule", metavar="CODE", help="a rule code (DEV101) or name")
+
+    trace = commands.add_parser("trace", help="run a program under the runtime tracer (needs torch)",
+                                usage="devlint trace [options] (script.py | -m module) [args ...]")
+    trace.add_argument("--simulate-gpus", type=int, default=2, metavar="N",
+                       help="GPUs to simulate when none is present (default 2)")
+    trace.add_argument("--continue", dest="keep_going", action="store_true",
+                       help="record a device mismatch and keep going, to find several in one run")
+    trace.add_argument("--root", help="only files under DIR count as the user's")
+    trace.add_argument("--out", default="devlint-trace.json", help="the JSON report (default devlint-trace.json)")
+    trace.add_argument("target", nargs=argparse.REMAINDER, help="the program and its arguments")
     return parser
 
 
@@ -88,6 +99,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return list_rules(args.output_format)
         if args.command == "explain":
             return explain_rule(args.rule)
+        if args.command == "trace":
+            if not args.target:
+                raise ConfigError("trace needs a program: devlint trace script.py [args] or -m module")
+            if args.simulate_gpus < 0:
+                raise ConfigError("--simulate-gpus must be 0 or more")
+            return trace_command(args.target, args.out, args.simulate_gpus, args.keep_going, args.root)
         return run_check(args)
     except ConfigError as error:
         sys.stderr.write(f"devlint: error: {error}\n")

@@ -1,0 +1,134 @@
+"""Tracing on a machine with a real GPU: nothing is simulated, only events
+are recorded. Untested on hardware (this project's CI is CPU-only)."""
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from . import stubs
+from .events import Recorder
+from .mode import _TF_CODES, FACTORIES, SYNC_NAMES, TracingMode
+from .patches import Patches
+
+_MISMATCH_PREFIX = "Expected all tensors to be on the same device"
+
+
+class RealCudaMode(TracingMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if kwargs is None:
+            kwargs = {}
+        handler = _HANDLERS.get(func)
+        if handler is not None:
+            return handler(self, func, args, kwargs)
+        if kwargs and kwargs.get("device") is not None:
+            self._note_device(kwargs["device"])
+        try:
+            return func(*args, **kwargs)
+        except RuntimeError as e:
+            if str(e).startswith(_MISMATCH_PREFIX):
+                self.rec.record("device-mismatch", str(e).splitlines()[0])
+            raise
+
+    def _note_device(self, dev):
+        if isinstance(dev, int) or torch.device(dev).type == "cuda":
+            self._request()
+
+    def _h_move(self, func, args, kwargs):
+        t = args[0]
+        result = func(*args, **kwargs)
+        if result is not t and result.is_cuda and not t.is_cuda:
+            self._request()
+            self._created_then_moved(t)
+        elif t.is_cuda and not result.is_cuda:
+            self._sync(t.device, "`.cpu()`/`.to('cpu')`")
+        return result
+
+    def _h_sync(self, func, args, kwargs):
+        if args[0].is_cuda:
+            self._sync(args[0].device, SYNC_NAMES[func])
+        return func(*args, **kwargs)
+
+    def _h_numpy(self, func, args, kwargs):
+        try:
+            return func(*args, **kwargs)
+        except TypeError as e:
+            if args[0].is_cuda:
+                self.rec.record("numpy-on-accelerator", str(e))
+            raise
+
+    def _h_factory(self, func, args, kwargs):
+        dev = kwargs.get("device")
+        if dev is not None:
+            self._note_device(dev)
+            return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        self._note_factory(result)
+        return result
+
+
+_TF_CODES.add(RealCudaMode.__torch_function__.__code__)
+
+_HANDLERS = {
+    torch.Tensor.to: RealCudaMode._h_move,
+    torch.Tensor.cuda: RealCudaMode._h_move,
+    torch.Tensor.cpu: RealCudaMode._h_move,
+    torch.Tensor.numpy: RealCudaMode._h_numpy,
+    torch.Tensor.__array__: RealCudaMode._h_numpy,
+    torch.Tensor.__reduce_ex__: RealCudaMode._h_reduce,
+}
+_HANDLERS.update({f: RealCudaMode._h_sync for f in SYNC_NAMES})
+_HANDLERS.update({f: RealCudaMode._h_factory for f in FACTORIES})
+
+
+class RealTracing:
+    """Records events on a real GPU; patches only wrap is_available() and
+    device_count() to notice the user's checks, plus thread start-up."""
+
+    def __init__(self, recorder: Recorder | None = None, keep_going: bool = False):
+        self.recorder = recorder if recorder is not None else Recorder()
+        self.keep_going = keep_going  # a real mismatch cannot be run anyway
+        self.checked = False
+        self.accelerator_used = False
+        self.mode = None
+        self._patches = None
+
+    def __enter__(self) -> RealTracing:
+        self._patches = patches = Patches()
+        try:
+            for owner in (torch.cuda, getattr(torch, "accelerator", None)):
+                for name in ("is_available", "device_count"):
+                    if owner is not None and hasattr(owner, name):
+                        patches.set(owner, name, self._noting(getattr(owner, name)))
+            self._depth = torch._C._len_torch_function_stack()
+            self.mode = RealCudaMode(self)
+            original = threading.Thread._bootstrap_inner
+            mode = self.mode
+
+            def run_in_mode(thread):
+                with mode:
+                    return original(thread)
+            patches.set(threading.Thread, "_bootstrap_inner", run_in_mode)
+            self.mode.__enter__()
+        except BaseException:
+            patches.restore()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        try:
+            while torch._C._len_torch_function_stack() > self._depth:
+                torch._C._pop_torch_function_stack()
+            self.mode.flush_loop_counts()
+        finally:
+            self._patches.restore()
+        return False
+
+    def _noting(self, original):
+        import sys
+
+        def wrapper(*args, **kwargs):
+            if not sys._getframe(1).f_code.co_filename.startswith(stubs._TORCH_DIR):
+                self.checked = True
+            return original(*args, **kwargs)
+        return wrapper
