@@ -10,6 +10,7 @@ from typing import List, Optional, Sequence
 
 from . import __version__, cache
 from .config import ConfigError, find_config, load_settings
+from .confirm import confirm, format_unpredicted, load_trace
 from .discovery import collect_files
 from .diagnostics import Diagnostic
 from .engine import analyse_text, check_bytes, raise_recursion_limit
@@ -67,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --fix or --diff, also apply fixes that may change behaviour; shows them as fixable")
     check.add_argument("--diff", action="store_true",
                        help="print the changes --fix would make as a unified diff; write nothing (exit 1 if any)")
+    check.add_argument("--confirm", metavar="TRACE",
+                       help="mark each finding confirmed, contradicted or not reached by a `devlint trace` report")
     check.add_argument("--show-fixes", action="store_true",
                        help="list the fixes applied (with --fix), or each finding's fix")
 
@@ -85,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="record a device mismatch and keep going, to find several in one run")
     trace.add_argument("--root", help="only files under DIR count as the user's")
     trace.add_argument("--out", default="devlint-trace.json", help="the JSON report (default devlint-trace.json)")
+    trace.add_argument("--check", action="store_true",
+                       help="then check the program's folder and mark each finding confirmed, contradicted or not reached")
     trace.add_argument("target", nargs=argparse.REMAINDER, help="the program and its arguments")
     return parser
 
@@ -104,7 +109,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 raise ConfigError("trace needs a program: devlint trace script.py [args] or -m module")
             if args.simulate_gpus < 0:
                 raise ConfigError("--simulate-gpus must be 0 or more")
-            return trace_command(args.target, args.out, args.simulate_gpus, args.keep_going, args.root)
+            return trace_command(args.target, args.out, args.simulate_gpus, args.keep_going, args.root, args.check)
         return run_check(args)
     except ConfigError as error:
         sys.stderr.write(f"devlint: error: {error}\n")
@@ -151,7 +156,14 @@ def run_check(args: argparse.Namespace) -> int:
             sys.stderr.write(f"devlint: {message}\n")
     else:
         diagnostics = check_files(jobs, processes, progress)
+    unpredicted = []
+    if args.confirm:
+        events, reached = load_trace(args.confirm)
+        diagnostics, unpredicted = confirm(diagnostics, events, reached)
     _report(args, diagnostics, len(files), fixed, sys.stdout)
+    if unpredicted:
+        stream = sys.stdout if args.output_format == "text" and args.output_file is None else sys.stderr
+        stream.write(format_unpredicted(unpredicted))
     return EXIT_FINDINGS if diagnostics and not args.exit_zero else EXIT_CLEAN
 
 

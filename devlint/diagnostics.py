@@ -17,6 +17,8 @@ class Diagnostic:
     end_line: int
     end_column: int
     fix: Optional[Dict[str, Any]] = None
+    #: With `--confirm`: "confirmed", "contradicted" or "not reached" by a runtime trace.
+    trace: Optional[str] = None
 
     def sort_key(self):
         return (self.path, self.line, self.column, self.code)
@@ -33,4 +35,5 @@ class Diagnostic:
             "end_line": self.end_line,
             "end_column": self.end_column,
             "fix": self.fix,
+            **({"trace": self.trace} if self.trace is not None else {}),
         }

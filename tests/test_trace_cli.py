@@ -44,3 +44,37 @@ def test_trace_needs_a_program(tmp_path):
     assert result.returncode == 2 and "trace needs a program" in result.stderr
     missing = trace("nowhere.py", cwd=tmp_path)
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_confirm_marks_each_finding_with_what_the_run_showed(tmp_path):
+    work = tmp_path / "demo"
+    work.mkdir()
+    (work / "train_demo.py").write_bytes(DEMO.read_bytes())
+    first = trace("--out", "first.json", "train_demo.py", cwd=work)  # stops at the first mismatch
+    assert first.returncode == 1
+    checked = subprocess.run([sys.executable, "-m", "devlint", "check", "--no-cache", "--output-format", "json",
+                              "--confirm", "first.json", "train_demo.py"], cwd=work, capture_output=True, text=True)
+    status = {(d["code"], d["line"]): d.get("trace") for d in json.loads(checked.stdout)}
+    assert status[("DEV101", 48)] == "confirmed"      # the mismatch in forward, called from line 48
+    assert status[("DEV102", 49)] == "not reached"    # the run died before it
+    assert status[("DEV106", 59)] == "not reached"
+    assert status[("DEV105", 22)] is None             # a rule a run cannot show
+    full = trace("--continue", "--check", "--out", "full.json", "train_demo.py", cwd=work)
+    assert "train_demo.py:49:20: DEV102" in full.stderr and "[confirmed]" in full.stderr
+    assert "Runtime events no finding predicted:" in full.stderr
+
+
+def test_a_finding_whose_lines_ran_without_its_event_is_contradicted(tmp_path):
+    from devlint.confirm import confirm, load_trace
+    from devlint.diagnostics import Diagnostic
+
+    program = tmp_path / "p.py"
+    program.write_text("x = 1\n")
+    (tmp_path / "t.json").write_text(json.dumps({
+        "mode": "simulated", "gpus": 2, "exit_status": 0, "exception": None,
+        "events": [{"kind": "host-sync", "file": str(program), "line": 9, "count": 3, "message": "m", "callers": []}],
+        "reached": {str(program): [1]}}))
+    finding = Diagnostic("DEV102", "operand-device-mismatch", "error", "m", str(program), 1, 0, 1, 5)
+    marked, unpredicted = confirm([finding], *load_trace(str(tmp_path / "t.json")))
+    assert marked[0].trace == "contradicted"
+    assert [(event.kind, event.at[1]) for event in unpredicted] == [("host-sync", 9)]

@@ -318,7 +318,7 @@ def test_indexing_and_scalar_exceptions(tmp_path):
 def test_report_json_shape(tmp_path):
     prog = write(tmp_path, FORGOT_BATCH)
     data = json.loads(run_script(str(prog), simulate_gpus=1).to_json())
-    assert set(data) == {"mode", "gpus", "exit_status", "exception", "events"}
+    assert set(data) == {"mode", "gpus", "exit_status", "exception", "events", "reached"}
     assert data["gpus"] == 1 and data["mode"] == "simulated"
-    assert set(data["exception"]) == {"type", "message", "file", "line"}
-    assert set(data["events"][0]) == {"kind", "file", "line", "count", "message"}
+    assert set(data["exception"]) == {"type", "message", "file", "line", "callers"}
+    assert set(data["events"][0]) == {"kind", "file", "line", "count", "message", "callers"}

@@ -67,7 +67,9 @@ def _result(diagnostic: Diagnostic, index: Dict[str, int]) -> Dict[str, Any]:
                 {"deletedRegion": _region(e["line"], e["column"], e["end_line"], e["end_column"]),
                  "insertedContent": {"text": e["content"]}} for e in diagnostic.fix["edits"]]}],
         }]
-        result["properties"] = {"fixApplicability": diagnostic.fix["applicability"]}
+        result.setdefault("properties", {})["fixApplicability"] = diagnostic.fix["applicability"]
+    if diagnostic.trace is not None:
+        result.setdefault("properties", {})["traceStatus"] = diagnostic.trace
     return result
 
 

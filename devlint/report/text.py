@@ -18,7 +18,8 @@ def format_text(diagnostics: Sequence[Diagnostic], unsafe_enabled: bool = False,
     out = []
     for d in diagnostics:
         fixable = d.fix is not None and (unsafe_enabled or d.fix["applicability"] == SAFE)
-        out.append(f"{d.path}:{d.line}:{d.column + 1}: {d.code}{' [*]' if fixable else ''} {d.message}\n")
+        status = f" [{d.trace}]" if d.trace is not None else ""
+        out.append(f"{d.path}:{d.line}:{d.column + 1}: {d.code}{' [*]' if fixable else ''} {d.message}{status}\n")
         if show_fixes and d.fix is not None:
             out.append(f"    fix ({d.fix['applicability']}): {d.fix['message']}\n")
     return "".join(out)

@@ -8,7 +8,8 @@ import os
 import site
 import sys
 import sysconfig
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Optional
 
 KINDS = (
     "device-mismatch",
@@ -27,10 +28,14 @@ class Event:
     line: int
     count: int
     message: str
+    #: The user frames that called the one at `line`, outward: a mismatch inside `forward`
+    #: was caused at the `model(x)` line that called it. The union over occurrences, bounded.
+    callers: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"kind": self.kind, "file": self.file, "line": self.line,
-                "count": self.count, "message": self.message}
+                "count": self.count, "message": self.message,
+                "callers": [list(caller) for caller in self.callers]}
 
 
 def _library_dirs() -> tuple[str, ...]:
@@ -91,6 +96,10 @@ class FrameFilter:
         return None
 
 
+#: How far out a caller chain is followed.
+MAX_CALLERS = 8
+
+
 class Recorder:
     """Counts events by (kind, file, line). Frames are walked only when an
     event is recorded, never per op."""
@@ -105,16 +114,31 @@ class Recorder:
             file, line = "<unknown>", 0
         else:
             file, line = frame.f_code.co_filename, frame.f_lineno
-        self.record_at(kind, file, line, message, once=once)
+        self.record_at(kind, file, line, message, once=once, callers=self.callers_of(frame))
+
+    def callers_of(self, frame) -> list:
+        """(file, line) of the user frames that called `frame`, outward."""
+        found = []
+        frame = frame.f_back if frame is not None else None
+        while frame is not None and len(found) < MAX_CALLERS:
+            frame = self.filter.user_frame(frame)
+            if frame is None:
+                break
+            found.append((frame.f_code.co_filename, frame.f_lineno))
+            frame = frame.f_back
+        return found
 
     def record_at(self, kind: str, file: str, line: int, message: str,
-                  *, once: bool = False, count: int = 1) -> None:
+                  *, once: bool = False, count: int = 1, callers: Optional[list] = None) -> None:
         key = (kind, file, line)
         event = self._events.get(key)
         if event is None:
-            self._events[key] = Event(kind, file, line, count, message)
+            event = self._events[key] = Event(kind, file, line, count, message)
         elif not once:
             event.count += count
+        for caller in callers or ():
+            if caller not in event.callers and len(event.callers) < MAX_CALLERS * 4:
+                event.callers.append(caller)
 
     def events(self) -> list[Event]:
         return sorted(self._events.values(), key=lambda e: (e.file, e.line, e.kind))

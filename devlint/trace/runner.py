@@ -8,29 +8,33 @@ from __future__ import annotations
 import os
 import runpy
 import sys
-from typing import Callable, Sequence
+from typing import Callable, Dict, Iterable, Sequence
 
+from .coverage import LineWatch
 from .events import Recorder
 from .report import Failure, Report
 
+Watched = Dict[str, Iterable[int]]
+
 
 def run_script(path: str, argv: Sequence[str] = (), simulate_gpus: int = 2,
-               keep_going: bool = False, root: str | None = None) -> Report:
+               keep_going: bool = False, root: str | None = None, watch: Watched | None = None) -> Report:
+    """`watch`: lines (by file) to report as reached or not, e.g. the static findings'."""
     path = os.path.abspath(path)
     return _run(lambda: runpy.run_path(path, run_name="__main__"),
                 [path, *argv], os.path.dirname(path),
-                simulate_gpus, keep_going, root)
+                simulate_gpus, keep_going, root, watch)
 
 
 def run_module(name: str, argv: Sequence[str] = (), simulate_gpus: int = 2,
-               keep_going: bool = False, root: str | None = None) -> Report:
+               keep_going: bool = False, root: str | None = None, watch: Watched | None = None) -> Report:
     # runpy puts the module's file in sys.argv[0], as `python -m` does.
     return _run(lambda: runpy.run_module(name, run_name="__main__", alter_sys=True),
-                [name, *argv], os.getcwd(), simulate_gpus, keep_going, root)
+                [name, *argv], os.getcwd(), simulate_gpus, keep_going, root, watch)
 
 
 def _run(call: Callable[[], object], argv: list[str], path0: str,
-         simulate_gpus: int, keep_going: bool, root: str | None) -> Report:
+         simulate_gpus: int, keep_going: bool, root: str | None, watch: Watched | None) -> Report:
     import torch
 
     from .realgpu import RealTracing
@@ -47,8 +51,9 @@ def _run(call: Callable[[], object], argv: list[str], path0: str,
     sys.argv = list(argv)
     sys.path.insert(0, path0)
     status, failure = 0, None
+    lines = LineWatch(watch or {})
     try:
-        with tracer:
+        with tracer, lines:
             call()
     except SystemExit as e:
         status = _exit_status(e.code)
@@ -60,7 +65,7 @@ def _run(call: Callable[[], object], argv: list[str], path0: str,
         os.chdir(saved_cwd)
         _forget_modules_from(path0, saved_modules)
     return Report(mode=mode, gpus=gpus, exit_status=status, exception=failure,
-                  events=recorder.events())
+                  events=recorder.events(), reached=lines.as_dict())
 
 
 def _exit_status(code) -> int:
@@ -73,13 +78,16 @@ def _exit_status(code) -> int:
 
 
 def _failure(exc: BaseException, recorder: Recorder) -> Failure:
-    file = line = None
+    frames = []
     tb = exc.__traceback__
-    while tb is not None:  # the innermost user frame
+    while tb is not None:  # the user's frames, outermost first
         if recorder.filter.is_user(tb.tb_frame.f_code):
-            file, line = tb.tb_frame.f_code.co_filename, tb.tb_lineno
+            frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
         tb = tb.tb_next
-    return Failure(type(exc).__name__, str(exc), file, line)
+    if not frames:
+        return Failure(type(exc).__name__, str(exc), None, None)
+    file, line = frames[-1]
+    return Failure(type(exc).__name__, str(exc), file, line, callers=frames[-2::-1])
 
 
 def _forget_modules_from(directory: str, keep: set) -> None:
