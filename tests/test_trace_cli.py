@@ -78,3 +78,14 @@ def test_a_finding_whose_lines_ran_without_its_event_is_contradicted(tmp_path):
     marked, unpredicted = confirm([finding], *load_trace(str(tmp_path / "t.json")))
     assert marked[0].trace == "contradicted"
     assert [(event.kind, event.at[1]) for event in unpredicted] == [("host-sync", 9)]
+
+
+def test_without_torch_trace_says_how_to_install_it(monkeypatch, capsys, tmp_path):
+    import importlib.util
+
+    from devlint.trace import command
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real_find_spec(name, *a))
+    assert command.trace_command([str(DEMO)], str(tmp_path / "t.json"), 2, False, None) == 2
+    assert "pip install 'devlint[trace]'" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 import threading
 
@@ -322,3 +323,23 @@ def test_report_json_shape(tmp_path):
     assert data["gpus"] == 1 and data["mode"] == "simulated"
     assert set(data["exception"]) == {"type", "message", "file", "line", "callers"}
     assert set(data["events"][0]) == {"kind", "file", "line", "count", "message", "callers"}
+
+
+def test_real_gpu_mode_counts_cuda_sync_warnings_at_the_user_line():
+    """On a GPU, set_sync_debug_mode("warn") warns on each synchronizing call; the tracer
+    counts them at the user's line. The warning is raised by hand here (no GPU in CI)."""
+    import warnings
+
+    from devlint.trace.events import Recorder
+    from devlint.trace.realgpu import RealTracing, _SYNC_WARNING
+
+    recorder = Recorder()
+    tracing = RealTracing(recorder)
+    with tracing:
+        if not torch.cuda.is_available():  # a CPU build: install the hook as a GPU run would
+            tracing._count_sync_warnings(tracing._patches)
+        for _ in range(3):
+            warnings.warn(f"{_SYNC_WARNING} (item)", UserWarning, stacklevel=1)  # the user's line
+    syncs = [e for e in recorder.events() if e.kind == "host-sync"]
+    assert [(os.path.basename(e.file), e.count) for e in syncs] == [("test_trace_core.py", 3)]
+    assert warnings.showwarning.__module__ == "warnings"

@@ -2,7 +2,9 @@
 are recorded. Untested on hardware (this project's CI is CPU-only)."""
 from __future__ import annotations
 
+import re
 import threading
+import warnings
 
 import torch
 
@@ -12,6 +14,8 @@ from .mode import _TF_CODES, FACTORIES, SYNC_NAMES, TracingMode
 from .patches import Patches
 
 _MISMATCH_PREFIX = "Expected all tensors to be on the same device"
+#: The words of the warning `set_sync_debug_mode("warn")` gives for each synchronizing call.
+_SYNC_WARNING = "called a synchronizing CUDA operation"
 
 
 class RealCudaMode(TracingMode):
@@ -109,6 +113,7 @@ class RealTracing:
                 with mode:
                     return original(thread)
             patches.set(threading.Thread, "_bootstrap_inner", run_in_mode)
+            self._watch_syncs(patches)
             self.mode.__enter__()
         except BaseException:
             patches.restore()
@@ -122,7 +127,38 @@ class RealTracing:
             self.mode.flush_loop_counts()
         finally:
             self._patches.restore()
+            _warning_filters_changed()
+            if self._sync_mode is not None:
+                torch.cuda.set_sync_debug_mode(self._sync_mode)
         return False
+
+    _sync_mode = None
+
+    def _watch_syncs(self, patches) -> None:
+        """CUDA's own sync detector: every synchronizing call warns (the mode sees only the
+        outermost torch call; this also catches syncs inside torch, e.g. `nonzero`, masked
+        assignment), and each warning is counted at the user's line instead of shown."""
+        if not torch.cuda.is_available():  # a CPU build has no detector (the overhead benchmark)
+            return
+        self._sync_mode = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode("warn")
+        self._count_sync_warnings(patches)
+
+    def _count_sync_warnings(self, patches) -> None:
+        show = warnings.showwarning
+        recorder = self.recorder
+
+        def showwarning(message, category, filename, lineno, file=None, line=None):
+            if _SYNC_WARNING in str(message):
+                recorder.record("host-sync", "a synchronizing CUDA call (torch.cuda.set_sync_debug_mode)")
+                return
+            show(message, category, filename, lineno, file, line)
+        patches.set(warnings, "showwarning", showwarning)
+        # Every occurrence, not once per location, so that the counts are real.
+        patches.set(warnings, "filters", [("always", re.compile(f".*{_SYNC_WARNING}"), UserWarning, None, 0),
+                                          *warnings.filters])
+        _warning_filters_changed()
+
 
     def _noting(self, original):
         import sys
@@ -132,3 +168,11 @@ class RealTracing:
                 self.checked = True
             return original(*args, **kwargs)
         return wrapper
+
+
+def _warning_filters_changed() -> None:
+    # The warnings module caches verdicts per location; it must forget them when its filters
+    # list is replaced (the function is private and its name changed in Python 3.14).
+    changed = getattr(warnings, "_filters_mutated", None) or getattr(warnings, "_filters_mutated_lock_held", None)
+    if changed is not None:
+        changed()
