@@ -89,3 +89,32 @@ def test_without_torch_trace_says_how_to_install_it(monkeypatch, capsys, tmp_pat
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real_find_spec(name, *a))
     assert command.trace_command([str(DEMO)], str(tmp_path / "t.json"), 2, False, None) == 2
     assert "pip install 'devlint[trace]'" in capsys.readouterr().err
+
+
+def test_sarif_carries_the_trace_status(tmp_path):
+    work = tmp_path / "demo"
+    work.mkdir()
+    (work / "train_demo.py").write_bytes(DEMO.read_bytes())
+    trace("--continue", "--out", "t.json", "train_demo.py", cwd=work)
+    sarif = subprocess.run([sys.executable, "-m", "devlint", "check", "--no-cache", "--output-format", "sarif",
+                            "--confirm", "t.json", "train_demo.py"], cwd=work, capture_output=True, text=True)
+    results = json.loads(sarif.stdout)["runs"][0]["results"]
+    status = {(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]):
+              r.get("properties", {}).get("traceStatus") for r in results}
+    assert status[("DEV101", 48)] == status[("DEV102", 49)] == status[("DEV106", 59)] == "confirmed"
+
+
+def test_mixed_precision_runs_under_simulation(tmp_path):
+    program = tmp_path / "amp.py"
+    program.write_text(
+        "import torch\nfrom torch import nn\n"
+        'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        "model = nn.Linear(8, 2).to(device)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        'scaler = torch.amp.GradScaler("cuda")\nx = torch.randn(4, 8, device=device)\n'
+        "for _ in range(3):\n"
+        '    with torch.autocast(device_type="cuda", dtype=torch.float16):\n'
+        "        loss = model(x).float().pow(2).mean()\n"
+        "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n    opt.zero_grad()\n"
+        "print(loss.device)\n")
+    result = trace("--out", "t.json", str(program), cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == "cuda:0", result.stderr
