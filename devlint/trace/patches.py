@@ -1,6 +1,8 @@
 """Attribute patches that are always undone, in reverse order."""
 from __future__ import annotations
 
+import threading
+
 _MISSING = object()
 
 
@@ -24,3 +26,18 @@ class Patches:
                 delattr(owner, name)
             else:
                 setattr(owner, name, old)
+
+
+def run_threads_in(patches: Patches, tracer) -> None:
+    """Function modes are per thread: threads started while tracing (DataLoader's pin-memory
+    thread, user threads) enter `tracer.mode` too. `_bootstrap_inner` also covers Thread
+    subclasses that override `run()`."""
+    name = "_bootstrap_inner" if hasattr(threading.Thread, "_bootstrap_inner") else "run"
+    original = getattr(threading.Thread, name)
+
+    def run_in_mode(thread):
+        if tracer.mode is None:
+            return original(thread)
+        with tracer.mode:
+            return original(thread)
+    patches.set(threading.Thread, name, run_in_mode)

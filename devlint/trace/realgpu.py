@@ -3,7 +3,6 @@ are recorded. Untested on hardware (this project's CI is CPU-only)."""
 from __future__ import annotations
 
 import re
-import threading
 import warnings
 
 import torch
@@ -11,7 +10,7 @@ import torch
 from . import stubs
 from .events import Recorder
 from .mode import _TF_CODES, FACTORIES, SYNC_NAMES, TracingMode
-from .patches import Patches
+from .patches import Patches, run_threads_in
 
 _MISMATCH_PREFIX = "Expected all tensors to be on the same device"
 #: The words of the warning `set_sync_debug_mode("warn")` gives for each synchronizing call.
@@ -106,13 +105,7 @@ class RealTracing:
                         patches.set(owner, name, self._noting(getattr(owner, name)))
             self._depth = torch._C._len_torch_function_stack()
             self.mode = RealCudaMode(self)
-            original = threading.Thread._bootstrap_inner
-            mode = self.mode
-
-            def run_in_mode(thread):
-                with mode:
-                    return original(thread)
-            patches.set(threading.Thread, "_bootstrap_inner", run_in_mode)
+            run_threads_in(patches, self)
             self._watch_syncs(patches)
             self.mode.__enter__()
         except BaseException:

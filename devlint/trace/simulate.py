@@ -7,7 +7,6 @@ Everything patched is restored on exit, errors included.
 """
 from __future__ import annotations
 
-import threading
 
 import torch
 import torch.utils._device  # noqa: F401  (set_default_device's home)
@@ -16,7 +15,7 @@ from . import parallel, stubs
 from .devices import CPU, TAG, DeviceTable
 from .events import Recorder
 from .mode import SimulatedCudaMode
-from .patches import Patches
+from .patches import Patches, run_threads_in
 
 
 def _tag_tree(obj, dev) -> None:
@@ -52,7 +51,7 @@ class Simulation:
             patches.set(torch, "load", self._load(torch.load))
             patches.set(torch.utils._device.DeviceContext, "__torch_function__",
                         self._device_context(torch.utils._device.DeviceContext.__torch_function__))
-            self._patch_threads(patches)
+            run_threads_in(patches, self)
             self._default_device = getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None)
             self._stack_depth = torch._C._len_torch_function_stack()
             self.mode = SimulatedCudaMode(self)
@@ -125,17 +124,3 @@ class Simulation:
             return obj
         return load
 
-    def _patch_threads(self, patches) -> None:
-        # Function modes are per thread: threads started while tracing
-        # (DataLoader's pin-memory thread, user threads) enter ours too.
-        # _bootstrap_inner also covers Thread subclasses that override run().
-        name = "_bootstrap_inner" if hasattr(threading.Thread, "_bootstrap_inner") else "run"
-        original = getattr(threading.Thread, name)
-        sim = self
-
-        def run_in_mode(thread):
-            if sim.mode is None:
-                return original(thread)
-            with sim.mode:
-                return original(thread)
-        patches.set(threading.Thread, name, run_in_mode)
