@@ -13,8 +13,7 @@ from ..discovery import collect_files
 from ..report.text import format_text
 from ..runner import check_files
 from ..selection import enabled_codes, ignored_for
-
-INSTALL_HINT = "devlint trace needs PyTorch; install it with: pip install 'devlint[trace]'"
+from . import INSTALL_HINT
 
 
 def trace_command(target: Sequence[str], out: str, simulate_gpus: int, keep_going: bool,

@@ -23,12 +23,14 @@ Without --devlint-trace the plugin does nothing and imports no torch.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from typing import Optional
 
 import pytest
 
+from . import INSTALL_HINT
 from .events import Recorder  # no torch there
 
 DEFAULT_OUT = "devlint-trace.json"
@@ -53,6 +55,8 @@ def pytest_configure(config) -> None:
         raise pytest.UsageError(f"--devlint-trace takes its file with '=': --devlint-trace=OUT.json (got {out!r})")
     if config.getoption("devlint_simulate_gpus") < 1:
         raise pytest.UsageError("--devlint-simulate-gpus must be at least 1")
+    if importlib.util.find_spec("torch") is None:
+        raise pytest.UsageError(INSTALL_HINT)
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         return  # the xdist controller runs no tests
     worker = getattr(config, "workerinput", {}).get("workerid")
