@@ -60,13 +60,19 @@ def exit_status(error: SystemExit) -> int:
     return 1
 
 
-def run_child(path: str, workdir: str, log: str) -> None:
-    """In the forked child: run the program, never return."""
-    os.setpgrp()  # the parent kills the whole group on a timeout
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # stdin carries our requests, not the program's input
+def isolate_child(log: str) -> None:
+    """A forked child's own process group (the parent kills the whole group on a timeout),
+    no stdin (it carries our requests, not the program's input), and output to `log`."""
+    os.setpgrp()
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
+
+
+def run_child(path: str, workdir: str, log: str) -> None:
+    """In the forked child: run the program, never return."""
+    isolate_child(log)
     status = 1
     try:
         os.chdir(workdir)

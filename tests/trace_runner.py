@@ -21,7 +21,7 @@ import traceback
 
 import torch
 
-from program_runner import OUTPUT_TAIL, exit_status, shorten_data_loaders, wait, warm_up
+from program_runner import OUTPUT_TAIL, exit_status, isolate_child, shorten_data_loaders, wait, warm_up
 
 from devlint.trace.events import Recorder
 from devlint.trace.simulate import Simulation
@@ -71,11 +71,7 @@ def traced(path: str, lines: bool) -> dict:
 
 def run_child(path: str, lines: bool, workdir: str, log: str, result: str) -> None:
     """In the forked child: trace the program, write the result, never return."""
-    os.setpgrp()
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
+    isolate_child(log)
     status = 1
     try:
         os.chdir(workdir)

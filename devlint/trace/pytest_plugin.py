@@ -14,7 +14,7 @@ events) plus:
   - "tests" on every event: the node ids of the tests that produced it, in
     the order they did (empty for events outside any test, e.g. at import);
   - a top-level "tests" map: node id -> {"outcome", "exception"}, where
-    "exception" is {type, message, file, line} for a failed test, else null.
+    "exception" is {type, message, file, line, callers} for a failed test, else null.
 
 Under pytest-xdist each worker traces its own tests and writes
 `<name>.<worker id>.json`; the controller writes nothing.
@@ -32,6 +32,7 @@ import pytest
 
 from . import INSTALL_HINT
 from .events import Recorder  # no torch there
+from .runner import failure_of
 
 DEFAULT_OUT = "devlint-trace.json"
 
@@ -116,16 +117,7 @@ class SessionTracer:
             return
         entry["outcome"] = "failed" if report.when == "call" else "error"
         if call.excinfo is not None and entry["exception"] is None:
-            entry["exception"] = self._failure(call.excinfo.value)
-
-    def _failure(self, exc: BaseException) -> dict:
-        file = line = None
-        tb = exc.__traceback__
-        while tb is not None:  # the innermost user frame, as the runner reports it
-            if self.recorder.filter.is_user(tb.tb_frame.f_code):
-                file, line = tb.tb_frame.f_code.co_filename, tb.tb_lineno
-            tb = tb.tb_next
-        return {"type": type(exc).__name__, "message": str(exc), "file": file, "line": line}
+            entry["exception"] = failure_of(call.excinfo.value, self.recorder.filter).as_dict()
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus) -> None:

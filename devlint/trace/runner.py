@@ -58,7 +58,7 @@ def _run(call: Callable[[], object], argv: list[str], path0: str,
     except SystemExit as e:
         status = _exit_status(e.code)
     except Exception as e:  # the program's own failure is the result, not ours
-        status, failure = 1, _failure(e, recorder)
+        status, failure = 1, failure_of(e, recorder.filter)
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
@@ -77,11 +77,12 @@ def _exit_status(code) -> int:
     return 1
 
 
-def _failure(exc: BaseException, recorder: Recorder) -> Failure:
+def failure_of(exc: BaseException, frame_filter) -> Failure:
+    """The exception at its innermost user line, with the user lines that led there."""
     frames = []
     tb = exc.__traceback__
     while tb is not None:  # the user's frames, outermost first
-        if recorder.filter.is_user(tb.tb_frame.f_code):
+        if frame_filter.is_user(tb.tb_frame.f_code):
             frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
         tb = tb.tb_next
     if not frames:
