@@ -18,6 +18,7 @@ from .fixes.diff import diff_report
 from .fixes.fixer import FileFix, fix_bytes
 from .fixes.writer import write_results
 from .docs import rules_markdown
+from .doctor.command import doctor_command
 from .trace.command import trace_command
 from .report import FORMATS, MACHINE_FORMATS, format_fix_hint, format_fixed, format_statistics, format_summary, format_text
 from .rules import ALL_RULES, RULES_BY_CODE, RULES_BY_NAME
@@ -25,7 +26,7 @@ from .runner import Job, check_files, default_processes, fix_files
 from .selection import enabled_codes, ignored_for
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-_COMMANDS = ("check", "rules", "explain", "trace")
+_COMMANDS = ("check", "rules", "explain", "trace", "doctor")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--check", action="store_true",
                        help="then check the program's folder and mark each finding confirmed, contradicted or not reached")
     trace.add_argument("target", nargs=argparse.REMAINDER, help="the program and its arguments")
+
+    doctor = commands.add_parser("doctor", help="say why PyTorch does or does not use the GPU on this machine")
+    doctor.add_argument("--json", action="store_true", help="print the diagnosis as JSON (schema in the README)")
+    doctor.add_argument("--require-accelerator", action="store_true",
+                        help="exit 1 unless an accelerator is usable (a start-up check for CI and job scripts)")
+    doctor.add_argument("--python", metavar="PATH", help="diagnose the torch of this interpreter (default: this one)")
+    doctor.add_argument("--replay", metavar="FILE", help="diagnose a machine recorded by `devlint doctor --json`")
+    doctor.add_argument("-v", "--verbose", action="store_true", help="show the evidence of every check")
     return parser
 
 
@@ -104,6 +113,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return list_rules(args.output_format)
         if args.command == "explain":
             return explain_rule(args.rule)
+        if args.command == "doctor":
+            return doctor_command(args.json, args.require_accelerator, args.python, args.replay, args.verbose)
         if args.command == "trace":
             if not args.target:
                 raise ConfigError("trace needs a program: devlint trace script.py [args] or -m module")
