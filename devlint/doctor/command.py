@@ -57,6 +57,8 @@ def _probes(python: Optional[str], replay_file: Optional[str]) -> Probes:
         try:
             with open(replay_file, encoding="utf-8") as handle:
                 return replay(json.load(handle))
+        except OSError as error:
+            raise ValueError(f"cannot read {replay_file}: {error.strerror or error}") from None
         except json.JSONDecodeError as error:
             raise ValueError(f"{replay_file} is not JSON: {error}") from None
         except RecordingError as error:

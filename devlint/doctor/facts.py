@@ -139,7 +139,9 @@ class Facts:
 
     @property
     def amd_hardware(self) -> bool:
-        return bool(self.amd.gpus or self.pci_gpus("AMD"))
+        """AMD GPUs the ROCm tools list; failing that, AMD graphics on the PCI bus unless an
+        NVIDIA GPU is there too (then the AMD one is most likely the CPU's integrated GPU)."""
+        return bool(self.amd.gpus or (self.pci_gpus("AMD") and not self.nvidia_hardware))
 
     @property
     def apple(self) -> bool:

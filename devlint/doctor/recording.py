@@ -99,7 +99,7 @@ def replay(recording: dict) -> Probes:
     if not isinstance(observations, dict):
         raise RecordingError("`observations` must be a JSON object")
     for key in ("env", "commands", "files", "dirs", "links"):
-        if not isinstance(observations.get(key) or {}, dict):
+        if observations.get(key) is not None and not isinstance(observations[key], dict):
             raise RecordingError(f"`observations.{key}` must be a JSON object")
     replayed = _Replay(observations)
     return Probes(replayed, replayed, replayed, replayed)

@@ -6,6 +6,7 @@ import json
 from typing import List
 
 from .. import __version__
+from .checks.common import describe
 from .model import FAIL, OK, SKIPPED, WARN, Diagnosis
 
 SCHEMA_VERSION = 1
@@ -46,7 +47,7 @@ def as_text(diagnosis: Diagnosis, verbose: bool = False, colour: bool = False) -
         if verbose or problem:
             evidence = list(check.evidence) if verbose else list(check.evidence[:SHORT_EVIDENCE])
             hidden = len(check.evidence) - len(evidence)
-            lines += [f"{'':{width + 10}}{line}" for line in evidence]
+            lines += [f"{'':{width + 10}}{line}" for item in evidence for line in _lines(item, verbose)]
             if hidden:
                 lines.append(f"{'':{width + 10}}... {hidden} more (--verbose)")
         if problem and check.remedy:
@@ -56,10 +57,16 @@ def as_text(diagnosis: Diagnosis, verbose: bool = False, colour: bool = False) -
     return "\n".join(lines) + "\n"
 
 
+def _lines(evidence: str, verbose: bool) -> List[str]:
+    """A multi-line message (torch's are) as indented lines; its first line unless verbose."""
+    lines = [line.rstrip() for line in evidence.strip().splitlines() if line.strip()] or [""]
+    return lines if verbose else lines[:1]
+
+
 def _verdict(diagnosis: Diagnosis) -> List[str]:
     accelerator, first = diagnosis.accelerator, diagnosis.first_problem
     if accelerator.usable:
-        devices = ", ".join(accelerator.devices)
+        devices = describe(accelerator.devices)
         verdict = [f"Accelerator usable: {accelerator.kind} on {devices}."]
         if first:
             verdict.append(f"Still worth a look, {first.title}: {first.summary}.")

@@ -39,6 +39,27 @@ WHEEL_INDEX = "https://download.pytorch.org/whl/"
 INSTALL_PAGE = "https://pytorch.org/get-started/locally/"
 
 
+#: The first CUDA release that compiles for a compute capability: a build for an older
+#: CUDA has no kernels for that GPU.
+FIRST_CUDA_FOR_CAPABILITY = (
+    ((8, 0), "11.0"), ((8, 6), "11.1"), ((8, 9), "11.8"), ((9, 0), "11.8"), ((10, 0), "12.8"), ((12, 0), "12.8"),
+)
+
+
+def first_cuda_for(capability: Version) -> Optional[str]:
+    """The oldest CUDA that can build kernels for this capability (None when any can)."""
+    needed = [cuda for known, cuda in FIRST_CUDA_FOR_CAPABILITY if known <= capability[:2]]
+    return needed[-1] if needed else None
+
+
+def wheel_index_at_least(cuda: str) -> str:
+    """The oldest published CUDA wheel index at or above `cuda`, from any release."""
+    wanted = parse_version(cuda) or (0,)
+    published = sorted({c for _, cudas in WHEELS_BY_RELEASE for c in cudas}, key=parse_version)
+    chosen = next((c for c in published if parse_version(c) >= wanted), published[-1])
+    return WHEEL_INDEX + "cu" + chosen.replace(".", "")
+
+
 def parse_version(text: Optional[str]) -> Optional[Version]:
     """'535.104.05' -> (535, 104, 5); None for anything else."""
     if not text:
@@ -73,15 +94,15 @@ def release_wheels(torch_version: Optional[str]) -> Tuple[str, ...]:
     return (rows or [WHEELS_BY_RELEASE[0][1]])[-1]
 
 
-def wheel_index_for_cuda(torch_version: Optional[str], driver_cuda: Optional[str]) -> Optional[str]:
-    """The newest CUDA wheel index of this torch release that a driver running
-    `driver_cuda` can use; None when the driver is older than all of them."""
+def wheel_index_for_driver(torch_version: Optional[str], driver: Optional[str], system: str = "Linux") -> Optional[str]:
+    """The newest CUDA wheel index of this torch release that `driver` runs (by minor-version
+    compatibility, a 12.x build needs only the 12.x minimum); None when it runs none."""
     wheels = release_wheels(torch_version)
-    limit = parse_version(driver_cuda)
-    if limit is None:
+    found = parse_version(driver)
+    if found is None:
         return WHEEL_INDEX + "cu" + wheels[-1].replace(".", "")
-    fitting = [c for c in wheels if parse_version(c)[:2] <= limit[:2]]
-    return WHEEL_INDEX + "cu" + fitting[-1].replace(".", "") if fitting else None
+    runs = [c for c in wheels if (parse_version(minimum_driver(c, system)) or (999,)) <= found]
+    return WHEEL_INDEX + "cu" + runs[-1].replace(".", "") if runs else None
 
 
 def wheel_index_for_rocm(rocm: Optional[str]) -> str:

@@ -11,7 +11,7 @@ _SMI_MIG = re.compile(r"^\s+MIG .*\(UUID: ([^)]*)\)")
 _DRIVER = re.compile(r"Driver Version:\s*([\d.]+)")
 _CUDA = re.compile(r"CUDA Version:\s*([\d.]+)")
 _NVRM = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)")
-_ROCM_SMI = re.compile(r"^\s*[GH]CU\[(\d+)\]\s*:\s*Card [Ss]eries:\s*(.+?)\s*$")
+_ROCM_SMI = re.compile(r"^\s*(?:GPU|HCU)\[(\d+)\]\s*:\s*Card [Ss]eries:\s*(.+?)\s*$")
 _LIBRARY = re.compile(r"(lib[\w.+-]*?\.(?:so(?:\.[\d.]+)?|dylib)|[\w.-]+\.dll)")
 
 

@@ -90,7 +90,8 @@ def main():
     try:
         import torch
     except Exception as error:  # a missing shared library raises OSError, not ImportError
-        facts["import_error"] = message(error)
+        if not (isinstance(error, ImportError) and getattr(error, "name", None) == "torch"):
+            facts["import_error"] = message(error)  # installed, but broken
         save("done")
         return
     facts.update(installed=True, version=str(torch.__version__), location=os.path.dirname(torch.__file__),

@@ -33,14 +33,18 @@ def driver_cuda(facts: Facts) -> Optional[str]:
 
 def cuda_build_hint(facts: Facts) -> str:
     """How to get the CUDA build of the installed torch release that this driver runs."""
+    index = wheel_index(facts)
     runs = driver_cuda(facts)
-    index = tables.wheel_index_for_cuda(facts.torch.version, runs)
     if index is None:
-        return (f"no CUDA build of torch {facts.torch.version} runs on this driver (CUDA {runs}): "
+        return (f"no CUDA build of torch {facts.torch.version} runs on driver {facts.nvidia.driver}: "
                 f"update the NVIDIA driver, then see {tables.INSTALL_PAGE}")
-    why = f" (the newest CUDA build your driver's CUDA {runs} runs)" if runs else \
+    why = f" (the CUDA build that suits your driver {facts.nvidia.driver}, CUDA {runs})" if runs else \
         f" (or the build for your driver's CUDA version, see {tables.INSTALL_PAGE})"
     return tables.reinstall_hint(facts.torch.version, index) + why
+
+
+def wheel_index(facts: Facts) -> Optional[str]:
+    return tables.wheel_index_for_driver(facts.torch.version, facts.nvidia.driver, facts.host.system)
 
 
 def rocm_build_hint(facts: Facts) -> str:

@@ -8,7 +8,7 @@ from .. import tables
 from ..facts import Facts
 from ..model import FAIL, OK, SKIPPED, WARN, CheckResult
 from ..tool_output import trim
-from .common import CONTAINER_REMEDY, WSL_REMEDY, cuda_build_hint, driver_cuda
+from .common import CONTAINER_REMEDY, WSL_REMEDY, cuda_build_hint, wheel_index
 
 ID, TITLE = "driver", "driver"
 NVIDIA_DOWNLOAD = "install the NVIDIA driver (your distribution's package, e.g. `sudo ubuntu-drivers install`, or nvidia.com/drivers), then reboot"
@@ -36,7 +36,8 @@ def _nvidia(facts: Facts) -> CheckResult:
         evidence.append("nvidia-smi not installed; version from /proc/driver/nvidia/version")
     built_for = facts.torch.cuda
     if not built_for:
-        return CheckResult(ID, TITLE, OK, f"NVIDIA driver {nvidia.driver} loaded", tuple(evidence))
+        runs = f", runs CUDA up to {nvidia.driver_cuda}" if nvidia.driver_cuda else ""
+        return CheckResult(ID, TITLE, OK, f"NVIDIA driver {nvidia.driver} loaded{runs}", tuple(evidence))
     needed = tables.minimum_driver(built_for, facts.host.system)
     found, needs = tables.parse_version(nvidia.driver), tables.parse_version(needed)
     if needed is None or found is None or needs is None:
@@ -44,8 +45,7 @@ def _nvidia(facts: Facts) -> CheckResult:
                            tuple(evidence), f"check NVIDIA's CUDA compatibility table for CUDA {built_for}")
     evidence.append(f"torch {facts.torch.version} is built for CUDA {built_for}, which needs a driver >= {needed}")
     if found < needs:
-        index = tables.wheel_index_for_cuda(facts.torch.version, driver_cuda(facts))
-        other = f", or {cuda_build_hint(facts)}" if index else ""
+        other = f", or {cuda_build_hint(facts)}" if wheel_index(facts) else ""
         return CheckResult(ID, TITLE, FAIL, f"NVIDIA driver {nvidia.driver} is too old for torch's CUDA {built_for} "
                            f"(needs >= {needed})", tuple(evidence), f"update the NVIDIA driver to {needed} or newer{other}")
     return CheckResult(ID, TITLE, OK, f"NVIDIA driver {nvidia.driver} runs torch's CUDA {built_for} (needs >= {needed})",

@@ -2,7 +2,7 @@
 and whether that build fits this machine's GPUs."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from .. import tables
 from ..facts import Facts
@@ -35,9 +35,10 @@ def check(facts: Facts, earlier: List[CheckResult]) -> CheckResult:
                                tuple(built), rocm_build_hint(facts))
         too_new = _too_new(facts)
         if too_new:
-            return CheckResult(ID, TITLE, FAIL, f"torch {torch.version} has no kernels for {too_new}",
+            name, capability = too_new
+            return CheckResult(ID, TITLE, FAIL, f"torch {torch.version} has no kernels for {name}",
                                tuple(built + [f"built for: {' '.join(torch.items('arch_list'))}"] + _too_new_warnings(facts)),
-                               f"install a build for a newer CUDA that supports this GPU: {cuda_build_hint(facts)}")
+                               _newer_build(capability))
         return _availability(facts, f"torch {torch.version}, built for CUDA {torch.cuda}", built)
     return CheckResult(ID, TITLE, OK, f"torch {torch.version} with the Metal (MPS) backend", tuple(built))
 
@@ -64,13 +65,15 @@ def _cpu_only(facts: Facts, built: tuple) -> CheckResult:
     summary = f"torch {torch.version} is a CPU-only build"
     if facts.nvidia_hardware:
         return CheckResult(ID, TITLE, FAIL, summary + ", on a machine with NVIDIA GPUs", built, cuda_build_hint(facts))
-    if facts.amd_hardware:
-        status = FAIL if facts.amd.gpus else WARN
-        return CheckResult(ID, TITLE, status, summary + ", on a machine with AMD GPUs", built, rocm_build_hint(facts))
+    if facts.amd.gpus:
+        return CheckResult(ID, TITLE, FAIL, summary + ", on a machine with AMD GPUs", built, rocm_build_hint(facts))
+    if facts.amd_hardware:  # seen on the PCI bus only: perhaps an integrated GPU, which ROCm rarely serves
+        return CheckResult(ID, TITLE, WARN, summary + ", on a machine with AMD graphics", built,
+                           f"if it is a GPU that ROCm supports, {rocm_build_hint(facts)}")
     if facts.apple:
         return CheckResult(ID, TITLE, WARN, summary + ", without the MPS backend", built,
                            "pip install --upgrade torch (the macOS arm64 wheels include MPS)")
-    index = tables.wheel_index_for_cuda(torch.version, None)
+    index = tables.wheel_index_for_driver(torch.version, None)
     return CheckResult(ID, TITLE, WARN, summary + " (right for a machine without a GPU)", built,
                        f"on a machine with an NVIDIA GPU, install a CUDA build that its driver runs (`nvidia-smi` shows "
                        f"the CUDA version), e.g. {tables.reinstall_hint(torch.version, index)}")
@@ -87,18 +90,26 @@ def _availability(facts: Facts, summary: str, built: List[str]) -> CheckResult:
                        "the first failing check names the cause" if torch.reasons else None)
 
 
-def _too_new(facts: Facts) -> Optional[str]:
-    """The first device this CUDA build has neither machine code nor PTX for."""
+def _too_new(facts: Facts) -> Optional[Tuple[str, Optional[tuple]]]:
+    """The first device this CUDA build has neither machine code nor PTX for: its name and capability."""
     arch_list = [str(a) for a in facts.torch.items("arch_list")]
     for device in facts.torch.devices:
         capability = tables.parse_version(str(device.get("capability") or ""))
         if not capability or len(capability) != 2 or not arch_list:
             continue
         if not _runs(capability, arch_list):
-            return f"{device.get('name')} (sm_{capability[0]}{capability[1]})"
+            return f"{device.get('name')} (sm_{capability[0]}{capability[1]})", capability
     if _too_new_warnings(facts):
-        return "this GPU"
+        return "this GPU", None
     return None
+
+
+def _newer_build(capability: Optional[tuple]) -> str:
+    cuda = tables.first_cuda_for(capability) if capability else None
+    if cuda is None:
+        return f"install a newer torch release whose CUDA build supports this GPU, see {tables.INSTALL_PAGE}"
+    return (f"install a torch build for CUDA {cuda} or newer, which has kernels for this GPU, e.g. "
+            f"pip install --upgrade torch --index-url {tables.wheel_index_at_least(cuda)}")
 
 
 def _runs(capability: tuple, arch_list: List[str]) -> bool:

@@ -25,7 +25,7 @@ def check(facts: Facts, earlier: List[CheckResult]) -> CheckResult:
         return CheckResult(ID, TITLE, OK, f"computed on {len(proofs)} of {len(proofs)} devices "
                            f"(slowest {slowest:.0f} ms, including start-up)", evidence)
     failed = [p for p in proofs if p.get("ok") is not True]
-    first_error = str(failed[0].get("error") or "")
+    first_error = str(failed[0].get("error") or "").strip().split("\n")[0]
     remedy = ("install a torch build with kernels for this GPU (see the framework check)"
               if "no kernel image" in first_error else
               "look for Xid errors in `sudo dmesg`; a GPU that fails here may need a reset, or be faulty")

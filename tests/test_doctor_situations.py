@@ -1,0 +1,114 @@
+"""Recorded machines, replayed: each must produce the right first failing step, remedy
+and exit status. The recordings are in tests/doctor_recordings/, in the format of
+`devlint doctor --json`'s `observations`, so `devlint doctor --replay FILE` shows any of them."""
+import json
+from pathlib import Path
+
+import pytest
+
+from devlint.doctor import diagnose
+from devlint.doctor.command import exit_status
+from devlint.doctor.model import FAIL, OK, SKIPPED, WARN
+from devlint.doctor.recording import replay
+from devlint.doctor.render import as_json, as_text
+
+RECORDINGS = Path(__file__).parent / "doctor_recordings"
+
+# name: (first problem, its status, in its summary, in its remedy, usable, exit, exit with --require-accelerator)
+SITUATIONS = {
+    "no_driver": ("driver", FAIL, "no NVIDIA driver", "install the NVIDIA driver", False, 1, 1),
+    "driver_too_old": ("driver", FAIL, "470.82.01 is too old for torch's CUDA 12.4 (needs >= 525.60.13)",
+                       "update the NVIDIA driver to 525.60.13 or newer, or pip install --force-reinstall torch==2.5.1 --index-url https://download.pytorch.org/whl/cu118", False, 1, 1),
+    "cpu_wheel_on_gpu": ("framework", FAIL, "torch 2.13.0+cpu is a CPU-only build, on a machine with NVIDIA GPUs",
+                         "pip install --force-reinstall torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126",
+                         False, 1, 1),
+    "cuda_visible_devices_empty": ("visibility", FAIL, "CUDA_VISIBLE_DEVICES is set but empty: it hides every GPU",
+                                   "unset CUDA_VISIBLE_DEVICES", False, 1, 1),
+    "cuda_visible_devices_absent_index": ("visibility", WARN, "'3' is not a device here", "0 to 1", True, 0, 0),
+    "container_without_gpus": ("driver", FAIL, "container was started without GPU access", "docker run --gpus all",
+                               False, 1, 1),
+    "rocm_healthy": (None, None, "", "", True, 0, 0),
+    "rocm_build_on_nvidia": ("framework", FAIL, "is a ROCm build (HIP 6.2", "--index-url https://download.pytorch.org/whl/cu124",
+                             False, 1, 1),
+    "healthy_multi_gpu": (None, None, "", "", True, 0, 0),
+    "gpu_newer_than_build": ("framework", FAIL, "no kernels for NVIDIA GeForce RTX 5090 (sm_120)",
+                             "CUDA 12.8 or newer", False, 1, 1),
+    "driver_not_loaded": ("driver", FAIL, "nvidia-smi cannot talk to the NVIDIA driver", "kernel module is not loaded",
+                          False, 1, 1),
+    "driver_mismatch_after_upgrade": ("driver", FAIL, "nvidia-smi cannot talk to the NVIDIA driver", "reboot", False, 1, 1),
+    "apple_silicon": (None, None, "", "", True, 0, 0),
+    "cpu_laptop": ("hardware", WARN, "no NVIDIA, AMD or Apple GPU", "PyTorch runs on the CPU here", False, 0, 1),
+}
+
+
+def load(name):
+    return json.loads((RECORDINGS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def test_every_recording_has_an_expectation():
+    assert sorted(path.stem for path in RECORDINGS.glob("*.json")) == sorted(SITUATIONS)
+
+
+@pytest.mark.parametrize("name", sorted(SITUATIONS))
+def test_first_problem_remedy_and_exit_status(name):
+    first_id, status, summary, remedy, usable, exit_plain, exit_required = SITUATIONS[name]
+    diagnosis = diagnose(replay(load(name)))
+    first = diagnosis.first_problem
+    assert [check.id for check in diagnosis.checks] == ["hardware", "driver", "framework", "libraries", "visibility", "proof"]
+    if first_id is None:
+        assert first is None, first
+        assert all(check.status in (OK, SKIPPED) for check in diagnosis.checks)
+    else:
+        assert (first.id, first.status) == (first_id, status), first
+        assert summary in first.summary
+        assert remedy in (first.remedy or "")
+        before = diagnosis.checks[:diagnosis.checks.index(first)]
+        assert all(check.status in (OK, SKIPPED, WARN if status == FAIL else OK) for check in before), before
+    assert diagnosis.accelerator.usable is usable
+    assert exit_status(diagnosis, require_accelerator=False) == exit_plain
+    assert exit_status(diagnosis, require_accelerator=True) == exit_required
+
+
+@pytest.mark.parametrize("name", sorted(SITUATIONS))
+def test_the_checklist_highlights_the_first_problem(name):
+    diagnosis = diagnose(replay(load(name)))
+    text = as_text(diagnosis)
+    marked = [line for line in text.splitlines() if line.startswith(">")]
+    first = diagnosis.first_problem
+    if first is None:
+        assert marked == [] and "Accelerator usable:" in text
+    else:
+        assert len(marked) == 1 and first.title in marked[0] and first.summary in marked[0]
+        if first.remedy and not diagnosis.accelerator.usable:
+            assert f"Fix: {first.remedy}" in text
+
+
+@pytest.mark.parametrize("name", sorted(SITUATIONS))
+def test_a_report_replays_to_the_same_diagnosis(name):
+    """`--json` carries its observations, so a user's report can be diagnosed again elsewhere."""
+    first = diagnose(replay(load(name)))
+    again = diagnose(replay(json.loads(as_json(first))))
+    assert again.checks == first.checks and again.accelerator == first.accelerator
+
+
+def test_healthy_box_proves_every_device():
+    diagnosis = diagnose(replay(load("healthy_multi_gpu")))
+    proof = diagnosis.checks[-1]
+    assert proof.summary.startswith("computed on 8 of 8 devices")
+    assert len(proof.evidence) == 8 and all(" ms" in line for line in proof.evidence)
+    assert diagnosis.accelerator.kind == "cuda" and len(diagnosis.accelerator.devices) == 8
+
+
+def test_rocm_box_is_reported_as_rocm():
+    diagnosis = diagnose(replay(load("rocm_healthy")))
+    assert diagnosis.accelerator.kind == "rocm"
+    assert "ROCm" in diagnosis.checks[2].summary
+
+
+def test_no_driver_names_nouveau_and_torch_reason():
+    diagnosis = diagnose(replay(load("no_driver")))
+    driver = diagnosis.checks[1]
+    assert "nouveau" in driver.remedy
+    framework = diagnosis.checks[2]
+    assert any("Found no NVIDIA driver" in line for line in framework.evidence)
+    assert diagnosis.checks[4].status == SKIPPED  # visibility: the driver check already said why
