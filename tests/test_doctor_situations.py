@@ -37,6 +37,9 @@ SITUATIONS = {
                           False, 1, 1),
     "driver_mismatch_after_upgrade": ("driver", FAIL, "nvidia-smi cannot talk to the NVIDIA driver", "reboot", False, 1, 1),
     "apple_silicon": (None, None, "", "", True, 0, 0),
+    "apple_rosetta": ("hardware", FAIL, "running under Rosetta", "native arm64 Python", False, 1, 1),
+    "wsl_without_gpu_support": ("hardware", WARN, "WSL without GPU access", "do not install a Linux NVIDIA driver",
+                                False, 0, 1),
     "cpu_laptop": ("hardware", WARN, "no NVIDIA, AMD or Apple GPU", "PyTorch runs on the CPU here", False, 0, 1),
 }
 

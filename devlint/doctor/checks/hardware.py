@@ -30,11 +30,11 @@ def check(facts: Facts, earlier: List[CheckResult]) -> CheckResult:
                            f"({tool} did not list {'it' if len(on_bus) == 1 else 'them'})", evidence)
     if facts.apple:
         return _apple(facts)
-    if facts.host.wsl:
-        return CheckResult(ID, TITLE, WARN if facts.host.wsl_gpu else FAIL,
+    if facts.host.wsl:  # from inside WSL, a Windows driver without WSL support looks like no GPU
+        return CheckResult(ID, TITLE, WARN,
                            "WSL with GPU paravirtualisation (/dev/dxg), but no NVIDIA GPU listed" if facts.host.wsl_gpu
                            else "WSL without GPU access: no /dev/dxg and no nvidia-smi",
-                           _searched(facts), WSL_REMEDY)
+                           _searched(facts), "if Windows has an NVIDIA GPU, " + WSL_REMEDY)
     if facts.host.container and facts.pci is None:
         return CheckResult(ID, TITLE, WARN, "no GPU visible inside this container",
                            (f"container: {facts.host.container}", *_searched(facts)),
