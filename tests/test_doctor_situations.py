@@ -99,7 +99,9 @@ def test_healthy_box_proves_every_device():
     proof = diagnosis.checks[-1]
     assert proof.summary.startswith("computed on 8 of 8 devices")
     assert len(proof.evidence) == 8 and all(" ms" in line for line in proof.evidence)
-    assert diagnosis.accelerator.kind == "cuda" and len(diagnosis.accelerator.devices) == 8
+    assert diagnosis.accelerator.kind == "cuda"
+    assert diagnosis.accelerator.devices == tuple((f"cuda:{i}", "NVIDIA H100 80GB HBM3") for i in range(8))
+    assert json.loads(as_json(diagnosis))["accelerator"]["devices"][7] == {"device": "cuda:7", "name": "NVIDIA H100 80GB HBM3"}
 
 
 def test_rocm_box_is_reported_as_rocm():

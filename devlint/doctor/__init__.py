@@ -24,7 +24,7 @@ def accelerator(facts: Facts) -> Accelerator:
     proven = [p for p in facts.torch.items("proofs") if isinstance(p, dict) and p.get("ok") is True]
     if not proven:
         return Accelerator(False)
-    devices = tuple("Apple GPU (mps)" if p.get("device") == "mps" else names.get(str(p.get("device")), str(p.get("device")))
+    devices = tuple((str(p.get("device")), "Apple GPU" if p.get("device") == "mps" else names.get(str(p.get("device")), ""))
                     for p in proven)
     kind = "mps" if proven[0].get("device") == "mps" else ("rocm" if facts.torch.hip else "cuda")
     return Accelerator(True, kind, devices)

@@ -23,11 +23,12 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class Accelerator:
-    """The accelerator PyTorch can use, if any: its kind (cuda, rocm, mps) and devices."""
+    """The accelerator PyTorch can use, if any: its kind (cuda, rocm, mps) and its devices
+    as (torch device, name) pairs."""
 
     usable: bool
     kind: Optional[str] = None
-    devices: Tuple[str, ...] = ()
+    devices: Tuple[Tuple[str, str], ...] = ()
 
 
 @dataclass

@@ -22,7 +22,7 @@ def as_json(diagnosis: Diagnosis) -> str:
         "schema_version": SCHEMA_VERSION,
         "devlint_version": __version__,
         "accelerator": {"usable": diagnosis.accelerator.usable, "kind": diagnosis.accelerator.kind,
-                        "devices": list(diagnosis.accelerator.devices)},
+                        "devices": [{"device": device, "name": name} for device, name in diagnosis.accelerator.devices]},
         "first_problem": first.id if first else None,
         "checks": [{"id": c.id, "title": c.title, "status": c.status, "summary": c.summary,
                     "evidence": list(c.evidence), "remedy": c.remedy} for c in diagnosis.checks],
@@ -66,7 +66,7 @@ def _lines(evidence: str, verbose: bool) -> List[str]:
 def _verdict(diagnosis: Diagnosis) -> List[str]:
     accelerator, first = diagnosis.accelerator, diagnosis.first_problem
     if accelerator.usable:
-        devices = describe(accelerator.devices)
+        devices = describe(name or device for device, name in accelerator.devices)
         verdict = [f"Accelerator usable: {accelerator.kind} on {devices}."]
         if first:
             verdict.append(f"Still worth a look, {first.title}: {first.summary}.")
