@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from devlint.doctor import diagnose
 from devlint.doctor.command import exit_status
@@ -117,3 +119,39 @@ def test_no_driver_names_nouveau_and_torch_reason():
     framework = diagnosis.checks[2]
     assert any("Found no NVIDIA driver" in line for line in framework.evidence)
     assert diagnosis.checks[4].status == SKIPPED  # visibility: the driver check already said why
+
+
+RECORDED_KEYS = ("device", "ok", "ms", "error", "index", "name", "capability", "arch", "memory_gib", "returncode",
+                 "stdout", "stderr", "system", "release", "machine", "libcudart", "libamdhip64")
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(RECORDED_KEYS) | st.text(max_size=5),
+                                                                 inner, max_size=4),
+    max_leaves=12)
+TORCH_KEYS = ("installed", "version", "cuda", "hip", "cuda_available", "device_count", "devices", "arch_list",
+              "warnings", "init_error", "import_error", "probe_error", "cudnn", "mps_built", "mps_available",
+              "proofs", "libraries", "bundled_cudart", "stage", "python")
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(base=st.sampled_from(sorted(SITUATIONS)), key=st.sampled_from(TORCH_KEYS), value=JSON_VALUES,
+       section=st.sampled_from(("commands", "files", "dirs", "links", "env", "platform")), junk=JSON_VALUES)
+def test_damaged_recordings_never_crash_the_doctor(base, key, value, section, junk):
+    """A hand-edited or truncated recording still gets a diagnosis, not a traceback."""
+    recording = load(base)
+    recording["observations"]["torch"][key] = value
+    table = recording["observations"].get(section)
+    if isinstance(table, dict) and table:
+        table[sorted(table)[0]] = junk
+    diagnosis = diagnose(replay(recording))
+    assert len(diagnosis.checks) == 6
+    as_text(diagnosis, verbose=True)
+    json.loads(as_json(diagnosis))
+
+
+def test_a_driver_that_finds_no_gpu_is_not_called_unreachable():
+    recording = load("healthy_multi_gpu")
+    recording["observations"]["commands"]["nvidia-smi -L"] = {"returncode": 6, "stdout": "No devices were found\n",
+                                                               "stderr": ""}
+    driver = diagnose(replay(recording)).checks[1]
+    assert (driver.status, driver.summary) == (FAIL, "the NVIDIA driver is loaded but finds no GPU")

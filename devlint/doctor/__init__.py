@@ -21,7 +21,7 @@ def diagnose(probes: Probes) -> Diagnosis:
 def accelerator(facts: Facts) -> Accelerator:
     """Usable means a device computed the proof correctly, not merely that one is listed."""
     names = {f"cuda:{d.get('index')}": str(d.get("name")) for d in facts.torch.devices}
-    proven = [p for p in facts.torch.items("proofs") if isinstance(p, dict) and p.get("ok") is True]
+    proven = [p for p in facts.torch.records("proofs") if p.get("ok") is True]
     if not proven:
         return Accelerator(False)
     devices = tuple((str(p.get("device")), "Apple GPU" if p.get("device") == "mps" else names.get(str(p.get("device")), ""))

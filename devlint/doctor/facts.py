@@ -74,9 +74,13 @@ class TorchFacts:
     def flag(self, key: str) -> bool:
         return self.snapshot.get(key) is True
 
-    def items(self, key: str) -> list:
+    def strings(self, key: str) -> List[str]:
         value = self.snapshot.get(key)
-        return value if isinstance(value, list) else []
+        return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+    def records(self, key: str) -> List[dict]:
+        value = self.snapshot.get(key)
+        return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
     @property
     def installed(self) -> bool:
@@ -104,7 +108,7 @@ class TorchFacts:
 
     @property
     def devices(self) -> List[dict]:
-        return [d for d in self.items("devices") if isinstance(d, dict)]
+        return self.records("devices")
 
     @property
     def libraries(self) -> Dict[str, str]:
@@ -115,7 +119,7 @@ class TorchFacts:
     @property
     def reasons(self) -> List[str]:
         """Why torch says no device is usable: its init error, then its warnings."""
-        reasons = [self.text("init_error")] + [str(w) for w in self.items("warnings")]
+        reasons = [self.text("init_error")] + self.strings("warnings")
         return [reason for reason in reasons if reason]
 
 

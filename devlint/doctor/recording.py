@@ -116,7 +116,9 @@ class _Replay:
         seen = self._table("commands").get(command_key(argv))
         if not isinstance(seen, dict):
             return NOT_FOUND
-        return CommandResult(True, seen.get("returncode"), seen.get("stdout") or "", seen.get("stderr") or "")
+        returncode = seen.get("returncode")
+        return CommandResult(True, returncode if isinstance(returncode, int) else None,
+                             _text(seen.get("stdout")), _text(seen.get("stderr")))
 
     def get(self, name: str) -> Optional[str]:
         value = self._table("env").get(name)
@@ -141,3 +143,7 @@ class _Replay:
     def snapshot(self) -> dict:
         value = self.observations.get("torch")
         return dict(value) if isinstance(value, dict) else {"installed": False}
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""

@@ -55,6 +55,10 @@ def _nvidia(facts: Facts) -> CheckResult:
 def _smi_failed(facts: Facts) -> CheckResult:
     output = (facts.nvidia.listing.stdout + "\n" + facts.nvidia.listing.stderr).strip()
     evidence = (f"$ nvidia-smi -L  (exit status {facts.nvidia.listing.returncode})", *trim(output))
+    if "No devices were found" in output or "No devices found" in output:
+        return CheckResult(ID, TITLE, FAIL, "the NVIDIA driver is loaded but finds no GPU", evidence,
+                           "look for the GPU on the bus (`lspci | grep -i nvidia`) and for errors in `sudo dmesg`; "
+                           "a GPU that fell off the bus needs a reboot, one that is not seated or powered needs hands")
     if "version mismatch" in output:
         remedy = "reboot: the loaded kernel module and the driver libraries differ, usually after a driver upgrade"
     elif facts.nvidia.kernel_module is None:

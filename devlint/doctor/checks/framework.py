@@ -37,7 +37,7 @@ def check(facts: Facts, earlier: List[CheckResult]) -> CheckResult:
         if too_new:
             name, capability = too_new
             return CheckResult(ID, TITLE, FAIL, f"torch {torch.version} has no kernels for {name}",
-                               tuple(built + [f"built for: {' '.join(torch.items('arch_list'))}"] + _too_new_warnings(facts)),
+                               tuple(built + [f"built for: {' '.join(torch.strings('arch_list'))}"] + _too_new_warnings(facts)),
                                _newer_build(capability))
         return _availability(facts, f"torch {torch.version}, built for CUDA {torch.cuda}", built)
     return CheckResult(ID, TITLE, OK, f"torch {torch.version} with the Metal (MPS) backend", tuple(built))
@@ -92,7 +92,7 @@ def _availability(facts: Facts, summary: str, built: List[str]) -> CheckResult:
 
 def _too_new(facts: Facts) -> Optional[Tuple[str, Optional[tuple]]]:
     """The first device this CUDA build has neither machine code nor PTX for: its name and capability."""
-    arch_list = [str(a) for a in facts.torch.items("arch_list")]
+    arch_list = facts.torch.strings("arch_list")
     for device in facts.torch.devices:
         capability = tables.parse_version(str(device.get("capability") or ""))
         if not capability or len(capability) != 2 or not arch_list:
@@ -116,7 +116,7 @@ def _runs(capability: tuple, arch_list: List[str]) -> bool:
     major, minor = capability
     for arch in arch_list:
         kind, _, digits = arch.partition("_")
-        if not digits.isdigit():  # sm_90a and friends run on their exact GPU only
+        if not (digits.isdigit() and len(digits) >= 2):  # sm_90a and friends run on their exact GPU only
             if arch == f"sm_{major}{minor}a":
                 return True
             continue

@@ -32,7 +32,7 @@ def check(facts: Facts, earlier: List[CheckResult]) -> CheckResult:
 def _cuda(facts: Facts) -> CheckResult:
     torch = facts.torch
     loaded = torch.libraries
-    bundled = [str(path) for path in torch.items("bundled_cudart")]
+    bundled = torch.strings("bundled_cudart")
     cudnn = cudnn_version(torch.snapshot.get("cudnn"))
     evidence = [f"cuDNN: {cudnn or 'not available'} (torch.backends.cudnn)"]
     if loaded.get("libcudart"):

@@ -11,7 +11,7 @@ ID, TITLE = "proof", "end-to-end proof"
 
 
 def check(facts: Facts, earlier: List[CheckResult]) -> CheckResult:
-    proofs = [p for p in facts.torch.items("proofs") if isinstance(p, dict)]
+    proofs = facts.torch.records("proofs")
     if not proofs:
         if facts.torch.text("stage") == "proofs":
             return CheckResult(ID, TITLE, FAIL, "the proof crashed the process", (facts.torch.text("probe_error") or "",),
@@ -21,7 +21,7 @@ def check(facts: Facts, earlier: List[CheckResult]) -> CheckResult:
     evidence = tuple(_line(proof, names.get(str(proof.get("device")))) for proof in proofs)
     passed = [p for p in proofs if p.get("ok") is True]
     if len(passed) == len(proofs):
-        slowest = max(float(p.get("ms") or 0) for p in proofs)
+        slowest = max(_ms(p) for p in proofs)
         return CheckResult(ID, TITLE, OK, f"computed on {len(proofs)} of {len(proofs)} devices "
                            f"(slowest {slowest:.0f} ms, including start-up)", evidence)
     failed = [p for p in proofs if p.get("ok") is not True]
@@ -37,5 +37,10 @@ def check(facts: Facts, earlier: List[CheckResult]) -> CheckResult:
 def _line(proof: dict, name) -> str:
     device = f"{proof.get('device')}" + (f" ({name})" if name else "")
     if proof.get("ok") is True:
-        return f"{device}: ok in {float(proof.get('ms') or 0):.1f} ms"
+        return f"{device}: ok in {_ms(proof):.1f} ms"
     return f"{device}: {proof.get('error')}"
+
+
+def _ms(proof: dict) -> float:
+    value = proof.get("ms")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
