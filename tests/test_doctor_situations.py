@@ -155,3 +155,15 @@ def test_a_driver_that_finds_no_gpu_is_not_called_unreachable():
                                                                "stderr": ""}
     driver = diagnose(replay(recording)).checks[1]
     assert (driver.status, driver.summary) == (FAIL, "the NVIDIA driver is loaded but finds no GPU")
+
+
+def test_a_source_build_without_a_cuda_runtime_on_the_loader_path():
+    recording = load("healthy_multi_gpu")
+    torch = recording["observations"]["torch"]
+    torch.update(bundled_cudart=[], libraries={}, loader_cudart=None, cuda_available=False, device_count=0,
+                 devices=[], proofs=[])
+    libraries = diagnose(replay(recording)).checks[3]
+    assert (libraries.status, libraries.summary) == (FAIL, "torch relies on a system CUDA, and the loader finds no libcudart")
+    torch["loader_cudart"] = "libcudart.so.12"
+    libraries = diagnose(replay(recording)).checks[3]
+    assert libraries.status == OK and "the loader finds libcudart.so.12" in libraries.evidence[1]

@@ -97,6 +97,9 @@ def main():
     facts.update(installed=True, version=str(torch.__version__), location=os.path.dirname(torch.__file__),
                  cuda=getattr(torch.version, "cuda", None), hip=getattr(torch.version, "hip", None))
     facts["bundled_cudart"] = bundled_cudart(facts["location"])
+    if facts["cuda"] and not facts["bundled_cudart"]:  # a build against the system's CUDA
+        import ctypes.util
+        facts["loader_cudart"] = ctypes.util.find_library("cudart")
     save("availability")
     with warnings.catch_warnings(record=True) as records:
         warnings.simplefilter("always")

@@ -41,12 +41,13 @@ def _cuda(facts: Facts) -> CheckResult:
         evidence.append(f"libcudart: shipped with torch ({bundled[0]})")
     if loaded.get("libcuda"):
         evidence.append(f"libcuda (the driver's): {loaded['libcuda']}")
-    relies_on_system = not bundled
-    if relies_on_system and not loaded.get("libcudart") and torch.flag("cuda_available") is False and _gpu_machine(facts):
-        evidence.append("libcudart: torch ships none and none was loaded")
-        return CheckResult(ID, TITLE, FAIL, "torch relies on a system CUDA, and the loader finds no libcudart",
-                           tuple(evidence), "install the CUDA runtime matching torch's CUDA "
-                           f"{torch.cuda}, or add its lib64 folder to LD_LIBRARY_PATH")
+    if not bundled and not loaded.get("libcudart"):  # torch relies on the system's CUDA runtime
+        found = torch.text("loader_cudart")
+        evidence.append(f"libcudart: torch ships none; the loader finds {found or 'none'}")
+        if not found and _gpu_machine(facts):
+            return CheckResult(ID, TITLE, FAIL, "torch relies on a system CUDA, and the loader finds no libcudart",
+                               tuple(evidence), f"install the CUDA runtime for torch's CUDA {torch.cuda}, "
+                               "or add the folder holding libcudart.so to LD_LIBRARY_PATH")
     if not cudnn:
         return CheckResult(ID, TITLE, WARN, "cuDNN is not available to torch: convolutions and RNNs run slower",
                            tuple(evidence), "reinstall torch with pip, whose CUDA wheels bring cuDNN (nvidia-cudnn-*)")
