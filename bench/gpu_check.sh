@@ -6,7 +6,7 @@
 #                                                # no GPU checks (the tracer simulates)
 #
 # Reports go to $OUT (default ./gpu-out): NAME.json (devlint's report),
-# NAME.log, NAME.rc.
+# NAME.log, NAME.rc, and doctor.json (`devlint doctor --json`).
 # Only reads the GPU (nvidia-smi -L and the CUDA version in its header); it
 # changes no setting. Safe to run again: the venv is reused, reports are
 # overwritten. Everything is sized to end within 5 minutes.
@@ -64,6 +64,11 @@ else
     timeout 90 "$PY" -m pip install -q --disable-pip-version-check "$REPO" \
         || { echo "devlint install failed" >&2; exit 2; }
 fi
+
+say "devlint doctor (its --json is a recording of this machine for tests/doctor_recordings/)"
+timeout 200 "$PY" -m devlint doctor --json >"$OUT/doctor.json" 2>"$OUT/doctor.log"
+echo $? >"$OUT/doctor.rc"
+"$PY" -m devlint doctor --replay "$OUT/doctor.json" | tail -3
 
 say "torch"
 "$PY" -c "import torch; print(torch.__version__, torch.cuda.is_available(), torch.cuda.device_count())" || exit 2
