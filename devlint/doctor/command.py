@@ -31,7 +31,7 @@ def doctor_command(as_json_output: bool = False, require_accelerator: bool = Fal
         diagnosis = diagnose(probes)
     except Exception as error:  # the doctor must answer; a bug of ours is exit 2, with the cause
         sys.stderr.write(f"devlint doctor: internal error: {type(error).__name__}: {error} "
-                         "(please report it with the output of `devlint doctor --json`)\n")
+                         "(a bug in devlint: please report it)\n")
         return EXIT_ERROR
     if replay_file is None and sys.stderr.isatty() and not as_json_output:
         sys.stderr.write(" " * 60 + "\r")
