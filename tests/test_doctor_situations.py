@@ -167,3 +167,14 @@ def test_a_source_build_without_a_cuda_runtime_on_the_loader_path():
     torch["loader_cudart"] = "libcudart.so.12"
     libraries = diagnose(replay(recording)).checks[3]
     assert libraries.status == OK and "the loader finds libcudart.so.12" in libraries.evidence[1]
+
+
+def test_nvidia_smi_without_an_nvidia_gpu_on_the_bus_is_no_failure():
+    """nvidia-utils installed on a machine without an NVIDIA GPU: its complaint is not a driver fault."""
+    recording = load("cpu_laptop")
+    recording["observations"]["commands"]["nvidia-smi -L"] = {
+        "returncode": 9, "stderr": "",
+        "stdout": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+                  "Make sure that the latest NVIDIA driver is installed and running.\n"}
+    diagnosis = diagnose(replay(recording))
+    assert diagnosis.checks[1].status == SKIPPED and not diagnosis.failed

@@ -15,7 +15,10 @@ NVIDIA_DOWNLOAD = "install the NVIDIA driver (your distribution's package, e.g. 
 
 
 def check(facts: Facts, earlier: List[CheckResult]) -> CheckResult:
-    if facts.nvidia_hardware or facts.nvidia.listing.found:
+    # a readable PCI bus without an NVIDIA GPU outweighs an nvidia-smi that is merely installed
+    # (WSL's bus never shows the GPU, so there nvidia-smi's word stands)
+    smi_counts = facts.nvidia.listing.found and (facts.pci is None or facts.host.wsl)
+    if facts.nvidia_hardware or smi_counts:
         return _nvidia(facts)
     if facts.amd_hardware:
         return _amd(facts)
