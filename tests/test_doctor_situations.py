@@ -178,3 +178,16 @@ def test_nvidia_smi_without_an_nvidia_gpu_on_the_bus_is_no_failure():
                   "Make sure that the latest NVIDIA driver is installed and running.\n"}
     diagnosis = diagnose(replay(recording))
     assert diagnosis.checks[1].status == SKIPPED and not diagnosis.failed
+
+
+def test_amd_graphics_seen_only_on_the_bus_is_a_warning():
+    """A laptop's integrated Radeon with the default (CUDA) wheel: maybe ROCm could use it, likely not."""
+    recording = load("cpu_laptop")
+    files = recording["observations"]["files"]
+    files["/sys/bus/pci/devices/0000:00:02.0/vendor"] = "0x1002\n"
+    recording["observations"]["torch"].update(version="2.5.1+cu124", cuda="12.4")
+    diagnosis = diagnose(replay(recording))
+    framework = diagnosis.checks[2]
+    assert (framework.status, framework.summary) == (WARN, "torch 2.5.1+cu124 is a CUDA build, on a machine with AMD graphics")
+    assert framework.remedy.startswith("if it is a GPU that ROCm supports")
+    assert not diagnosis.failed and exit_status(diagnosis, require_accelerator=False) == 0

@@ -30,9 +30,12 @@ def check(facts: Facts, earlier: List[CheckResult]) -> CheckResult:
                                "but this machine's GPUs are NVIDIA", tuple(built), cuda_build_hint(facts))
         return _availability(facts, f"torch {torch.version}, built for ROCm (HIP {torch.hip})", built)
     if torch.cuda:
-        if facts.amd_hardware and not facts.nvidia_hardware:
+        if facts.amd.gpus and not facts.nvidia_hardware:
             return CheckResult(ID, TITLE, FAIL, f"torch {torch.version} is a CUDA build, but this machine's GPUs are AMD",
                                tuple(built), rocm_build_hint(facts))
+        if facts.amd_hardware:  # AMD graphics on the PCI bus only: perhaps an integrated GPU
+            return CheckResult(ID, TITLE, WARN, f"torch {torch.version} is a CUDA build, on a machine with AMD graphics",
+                               tuple(built), f"if it is a GPU that ROCm supports, {rocm_build_hint(facts)}")
         too_new = _too_new(facts)
         if too_new:
             name, capability = too_new

@@ -45,8 +45,9 @@ def check(facts: Facts, earlier: List[CheckResult]) -> CheckResult:
     failed = [result for result in earlier if result.status == FAIL]
     if failed:
         return CheckResult(ID, TITLE, SKIPPED, f"torch sees no device; the {failed[0].id} check above says why", context)
-    if not (facts.nvidia_hardware or facts.amd_hardware):
-        return CheckResult(ID, TITLE, SKIPPED, "torch sees no device, and there is no GPU hardware", context)
+    if not (facts.amd_hardware if torch.hip else facts.nvidia_hardware):
+        vendor = "AMD" if torch.hip else "NVIDIA"
+        return CheckResult(ID, TITLE, SKIPPED, f"torch sees no device, and there is no {vendor} GPU for this build", context)
     reasons = torch.reasons
     evidence = context + tuple(f"torch says: {reason}" for reason in reasons)
     return CheckResult(ID, TITLE, FAIL, "torch sees no device", evidence, _remedy_for(reasons))
