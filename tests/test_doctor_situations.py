@@ -191,3 +191,16 @@ def test_amd_graphics_seen_only_on_the_bus_is_a_warning():
     assert (framework.status, framework.summary) == (WARN, "torch 2.5.1+cu124 is a CUDA build, on a machine with AMD graphics")
     assert framework.remedy.startswith("if it is a GPU that ROCm supports")
     assert not diagnosis.failed and exit_status(diagnosis, require_accelerator=False) == 0
+
+
+def test_a_probe_that_dies_while_starting_the_gpu():
+    recording = load("healthy_multi_gpu")
+    torch = recording["observations"]["torch"]
+    for key in ("cuda_available", "device_count", "devices", "arch_list", "proofs", "libraries", "warnings"):
+        torch.pop(key)
+    torch.update(stage="availability", probe_error="the PyTorch probe was killed by signal 11 during its last step.")
+    diagnosis = diagnose(replay(recording))
+    first = diagnosis.first_problem
+    assert (first.id, first.status) == ("framework", FAIL)
+    assert first.summary == "torch 2.5.1+cu124 crashed or hung while starting the GPU"
+    assert "killed by signal 11" in first.evidence[-1] and "dmesg" in first.remedy

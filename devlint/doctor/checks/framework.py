@@ -12,6 +12,8 @@ from .common import cuda_build_hint, rocm_build_hint
 
 ID, TITLE = "framework", "PyTorch build"
 OTHER_PYTHON = "if torch lives in another environment, point the doctor at it: `devlint doctor --python /path/to/env/bin/python`"
+#: The probe's steps that start the GPU (torch_probe.py); a crash there is the driver's or the GPU's.
+INIT_STAGES = ("availability", "devices")
 #: Fragments of torch's own warning when a GPU is newer than the build's kernels.
 TOO_NEW_WARNINGS = ("not compatible with the current PyTorch installation", "which is of compute capability")
 
@@ -22,6 +24,11 @@ def check(facts: Facts, earlier: List[CheckResult]) -> CheckResult:
         return _not_importable(facts)
     built = [f"torch.__version__ = {torch.version}", f"torch.version.cuda = {torch.cuda}",
              f"torch.version.hip = {torch.hip}", f"python: {torch.python}"]
+    crashed = torch.text("probe_error")
+    if crashed and torch.text("stage") in INIT_STAGES:
+        return CheckResult(ID, TITLE, FAIL, f"torch {torch.version} crashed or hung while starting the GPU",
+                           tuple(built + [crashed]), "look for Xid errors in `sudo dmesg` and at `nvidia-smi -q`; "
+                           "a GPU reset (`sudo nvidia-smi -r`) or a reboot usually clears a wedged GPU")
     if torch.cpu_only:
         return _cpu_only(facts, tuple(built))
     if torch.hip:
