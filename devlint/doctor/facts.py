@@ -30,7 +30,6 @@ class PciGpu:
 @dataclass
 class NvidiaFacts:
     listing: CommandResult = NOT_FOUND  # nvidia-smi -L
-    summary: CommandResult = NOT_FOUND  # plain nvidia-smi
     gpus: List[Gpu] = field(default_factory=list)
     mig_uuids: List[str] = field(default_factory=list)
     driver: Optional[str] = None
@@ -151,8 +150,8 @@ def _nvidia(probes: Probes, host: HostFacts) -> NvidiaFacts:
             smi, facts.listing = WSL_SMI, wsl_listing
     if facts.listing.succeeded:
         facts.gpus, facts.mig_uuids = tool_output.smi_gpus(facts.listing.stdout)
-        facts.summary = probes.commands.run([smi])
-        facts.driver, facts.driver_cuda = tool_output.smi_versions(facts.summary.stdout)
+        header = probes.commands.run([smi]).stdout  # plain nvidia-smi: its table's header has the versions
+        facts.driver, facts.driver_cuda = tool_output.smi_versions(header)
     facts.kernel_module = tool_output.kernel_module_version(probes.files.read_text("/proc/driver/nvidia/version") or "")
     facts.driver = facts.driver or facts.kernel_module
     facts.device_nodes = [name for name in probes.files.listdir("/dev") or [] if name.startswith("nvidia")]

@@ -5,7 +5,6 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 OK, WARN, FAIL, SKIPPED = "ok", "warn", "fail", "skipped"
-STATUSES = (OK, WARN, FAIL, SKIPPED)
 
 
 @dataclass(frozen=True)
