@@ -22,7 +22,7 @@ from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
     SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, SOURCE_UNREGISTERED, SYMBOLIC,
     TENSOR, TOKENIZER,
-    TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, symbolic,
+    TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier, string_value
 from .project import PROJECT_SOURCE
@@ -69,8 +69,13 @@ class CallEvaluator:
             if bound is not None and bound.kind in (MODULE, TOKENIZER, FUNCTION, ANY):
                 return self.call_bound(bound, func, node, self.eval_args(node, env), env)
             receiver = self.eval(func.value, env)
-            args = self.eval_args(node, env)
             name = func.attr.value
+            collecting = name in api.COLLECTING_METHODS
+            self.collecting += collecting
+            try:
+                args = self.eval_args(node, env)
+            finally:
+                self.collecting -= collecting
             if receiver.kind == REF:
                 return self.api_call(f"{receiver.cls}.{name}", node, args, env)
             return self.method_call(receiver, func.value, name, node, args, env, discarded)
@@ -88,11 +93,11 @@ class CallEvaluator:
             # unless the function visibly leaves its arguments where they are.
             self.escape(args if callee.kind == CLASS else self.program.arguments_it_may_move(callee, args), env)
             if callee.kind == CLASS:
-                instance = self.program.instantiate(callee, node, args, env)
+                instance = self.program.instantiate(callee, node, args, env, self)
                 if instance.ident is not None:
                     self.note_created(instance.ident)
                 return instance
-            return self.program.call_function(callee, node, args, env.guarded, self.recording, self.call_heat, self)
+            return self.program.call_function(callee, node, args, env.guarded, self.recording, self.call_heat, self, env)
         if callee.kind == TOKENIZER:
             return self.tokenizer_call("__call__", node, args)
         return self.call_value(callee, func, node, args, last_identifier(func), env)
@@ -341,6 +346,13 @@ class CallEvaluator:
             return Value(source="device-aware")
         return UNKNOWN_VALUE
 
+    def note_moved(self, ident: int, moved: Value, env, weak: bool = False) -> None:
+        """An object moved in place: every alias here, every field holding it, and the caller (an
+        effect of this call) see it."""
+        env.replace_identity(ident, moved, weak)
+        self.program.contexts.heap.replace_identity(ident, moved, weak)
+        self.moves.append((ident, moved, weak))
+
     def escape(self, args: List[Arg], env) -> None:
         """Modules handed to code we cannot see may be moved by it (hooks, dispatch, offload)."""
         for arg in args:
@@ -351,7 +363,7 @@ class CallEvaluator:
             value = self.lookup(root, env)
             if value is not None and value.kind in (MODULE, ANY) and (value.device.known or value.source == PROJECT_SOURCE):
                 if value.ident is not None:
-                    env.replace_identity(value.ident, value.with_device(UNKNOWN))
+                    self.note_moved(value.ident, value.with_device(UNKNOWN), env)
                 env.values[root] = replace(value.with_device(UNKNOWN), source="", cls="") if value.kind == ANY else value.with_device(UNKNOWN)
 
     def operands_of(self, args: List[Arg]) -> List[Tuple[cst.CSTNode, Value]]:
@@ -468,11 +480,13 @@ class CallEvaluator:
         """A module moves to an accelerator: optimizers built on it while it was on the CPU."""
         if receiver.ident is None or not (target.is_accelerator or target.kind == SYMBOLIC):
             return
+        loaded = self.program.contexts.heap.optimizer_state
         for value in list(env.values.values()):
             if value.kind == OPTIMIZER and value.ident == receiver.ident and value.device.is_cpu:
+                state_at = value.state_at or (loaded.get(id(value.origin)) if value.origin is not None else None)
                 if self.first_time("optimizer", value, node):
                     self.program.facts.optimizers_before_move.append(OptimizerBeforeMove(
-                        value.state_at or value.origin, value.cls or "optimizer", node, value.state_at is not None))
+                        state_at or value.origin, value.cls or "optimizer", node, state_at is not None))
 
     def literal_option(self, args: List[Arg], keyword: str) -> Optional[bool]:
         arg = next((a for a in args if a.keyword == keyword), None)
@@ -568,11 +582,11 @@ class CallEvaluator:
             if kind == MODULE:
                 attribute = self.attribute_of(receiver, name, node.func, env)
                 if attribute.kind == MODULE:
-                    return self.module_call(attribute, node.func, node, args, "call")
+                    return self.module_call(attribute, node.func, node, args, "call", env)
                 return self.module_method(receiver, receiver_node, name, node, args, env)
         if kind == OBJECT:
             self.escape(args, env)
-            return self.program.call_method(receiver, name, node, args, self)
+            return self.program.call_method(receiver, name, node, args, self, env)
         if kind in (TENSOR, BATCH):
             if kind == BATCH:
                 handled = self.batch_method(receiver, receiver_node, name, node, args, env, discarded)
@@ -605,6 +619,8 @@ class CallEvaluator:
             key = dotted_name(receiver_node)
             if key is not None:  # the loaded state lands where the parameters are now: the CPU
                 env.values[key] = replace(receiver, state_at=node)
+            if receiver.origin is not None:  # the optimizer object itself holds it, whatever names it
+                self.program.contexts.heap.optimizer_state.setdefault(id(receiver.origin), node)
         return UNKNOWN_VALUE
 
     def note_argument_default(self, args: List[Arg]) -> None:
@@ -628,14 +644,16 @@ class CallEvaluator:
             self.note_optimizers_before_move(receiver, target, node, env)
             self.note_module_move(receiver_node, receiver, node, target)
         if receiver.ident is not None:
-            env.replace_identity(receiver.ident, moved)
+            self.note_moved(receiver.ident, moved, env)
+        for ident in receiver.aliases:  # one of several objects (`for m in (enc, dec): m.to(dev)`): a weak update
+            self.note_moved(ident, moved, env, weak=True)
         if key is not None and (receiver.kind == MODULE or discarded):
             env.values[key] = moved
         return moved
 
     def module_method(self, receiver, receiver_node, name, node, args, env) -> Value:
         if name in _MODULE_CALL_METHODS:
-            return self.module_call(receiver, receiver_node, node, args, name if name != "__call__" else "call")
+            return self.module_call(receiver, receiver_node, node, args, name if name != "__call__" else "call", env)
         if name in _MODULE_SAME_METHODS:
             return receiver
         if name in ("parameters", "buffers", "named_parameters", "named_buffers", "children", "modules",
@@ -651,13 +669,15 @@ class CallEvaluator:
             self.program.note_buffer(self, args[0].node.value, args[1].value, env)
             return Value(kind=HOST)
         if receiver.cls:
-            return self.program.call_method(receiver, name, node, args, self)
+            return self.program.call_method(receiver, name, node, args, self, env)
         return UNKNOWN_VALUE
 
     def call_value(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], name: str, env) -> Value:
         """Calling a value: a model, a loss, or something we do not know."""
         if callee.kind == MODULE or (callee.kind == ANY and callee.device.known):
-            return self.module_call(callee, callee_node, node, args, "call")
+            return self.module_call(callee, callee_node, node, args, "call", env)
+        if callee.kind == OBJECT and callee.cls:  # an object of this file called: its `__call__`
+            return self.program.call_method(callee, "__call__", node, args, self, env)
         if callee.kind == ANY and _LOSS_NAME.search(name):
             return self.check_operands(node, self.inputs_of(args), f"{name}(...)", arithmetic=False)
         if callee.kind == ANY and _MODEL_NAME.search(name):
@@ -690,7 +710,10 @@ class CallEvaluator:
                    or (a in positional[1:] and _STATE_NAME.search(last_identifier(a.node.value)))]
         return [(a.node.value, a.value) for a in chosen]
 
-    def module_call(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], operation: str) -> Value:
+    def module_call(self, callee: Value, callee_node, node: cst.Call, args: List[Arg], operation: str, env=None) -> Value:
+        if callee.alternatives:  # each side of an availability split runs on its own machines
+            return join_all([self.module_call(side, callee_node, node, args, operation, env)
+                             for side in callee.alternatives])
         inputs = self.inputs_of(args)
         if callee.stateful is not False:
             self.note_step(trains=False)
@@ -709,10 +732,17 @@ class CallEvaluator:
                     self.record_mismatch(node, MODEL_CALL, Operand(callee_node, callee), Operand(expr, wrong[0]), operation)
                     if device.is_cpu:
                         device = UNKNOWN  # a model left on the CPU: its outputs are no new root cause
+        if env is not None and operation in ("call", "forward") and callee.cls:
+            result = self.program.call_forward(callee, node, args, self, env)
+            if result is not None and (result.kind in (TUPLE, LIST, BATCH, OBJECT) or result.device.known):
+                # what this module's own `forward` returns for these inputs; for messages, a tensor
+                # got its device at this call
+                return replace(result, origin=node) if result.kind == TENSOR else result
         if not device.known:
             accelerated = [v for _, v in inputs if placed(v) and not v.device.is_cpu]
             device = accelerated[0].device if accelerated else UNKNOWN
-        return Value(kind=TENSOR, device=device, origin=node)
+        shaped = callee.cls not in self.program.classes and api.nn_output_is_shaped(callee.cls)
+        return Value(kind=TENSOR, device=device, origin=node, scalar=False if shaped else None)
 
     def tensor_method(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:
         if name in api.MOVE_METHODS and name != "to_empty":

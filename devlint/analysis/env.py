@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, Optional
 
-from .lattice import CPU, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_values
+from dataclasses import replace
+
+from .lattice import CPU, LIST, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_values
 
 
 class Env:
@@ -12,17 +14,18 @@ class Env:
     ``dead`` marks a state after ``return``/``raise``: it joins as nothing.
     """
 
-    __slots__ = ("values", "default_device", "dead", "guarded")
+    __slots__ = ("values", "default_device", "dead", "guarded", "path")
 
     def __init__(self, values: Optional[Dict[str, Value]] = None, default_device: Device = CPU,
-                 dead: bool = False, guarded: bool = False) -> None:
+                 dead: bool = False, guarded: bool = False, path: str = "") -> None:
         self.values: Dict[str, Value] = dict(values) if values else {}
         self.default_device = default_device
         self.dead = dead
         self.guarded = guarded  # an accelerator-availability check has been seen on this path
+        self.path = path        # ACCELERATOR_PATH / HOST_PATH inside the branches of an availability test
 
     def copy(self) -> "Env":
-        return Env(self.values, self.default_device, self.dead, self.guarded)
+        return Env(self.values, self.default_device, self.dead, self.guarded, self.path)
 
     def take(self, other: "Env") -> "Env":
         """Become `other`, keeping this object: outer scopes hold on to it."""
@@ -30,6 +33,7 @@ class Env:
         self.default_device = other.default_device
         self.dead = other.dead
         self.guarded = other.guarded
+        self.path = other.path
         return self
 
     def get(self, key: str) -> Optional[Value]:
@@ -43,11 +47,21 @@ class Env:
                 del self.values[stale]
         self.values[key] = value
 
-    def replace_identity(self, ident: int, moved: Value) -> None:
-        """An in-place move: every name bound to the same object sees it."""
+    def replace_identity(self, ident: int, moved: Value, weak: bool = False) -> None:
+        """An in-place move: every name bound to the same object sees it, in containers too. A weak
+        move (the object may or may not be the one moved) leaves it where either would be."""
         for key, value in list(self.values.items()):
-            if value.ident == ident:
-                self.values[key] = value.with_device(moved.device, moved.origin)
+            after = moved_copy(value, ident, moved, weak)
+            if after is not value:
+                self.values[key] = after
+
+    def forget_fields(self, idents) -> None:
+        """Objects whose fields a callee set: `name.field` paths of their names are stale now
+        (reads go to the heap)."""
+        owners = {key for key, value in self.values.items() if value.ident in idents and "." not in key}
+        if owners:
+            for stale in [k for k in self.values if "." in k and k.split(".", 1)[0] in owners]:
+                del self.values[stale]
 
     def keys(self) -> Iterable[str]:
         return self.values.keys()
@@ -59,7 +73,20 @@ class Env:
     __hash__ = None  # type: ignore[assignment]
 
 
-def join_envs(a: Env, b: Env, availability_split: bool = False) -> Env:
+def moved_copy(value: Value, ident: int, moved: Value, weak: bool = False) -> Value:
+    """`value` with the object `ident` (itself or an item) moved where `moved` is; `value` itself
+    when it does not hold that object."""
+    if value.ident == ident:
+        after = value.with_device(moved.device, moved.origin)
+        return join_values(value, after) if weak else after
+    if value.items and value.kind in (LIST, TUPLE):
+        items = tuple(moved_copy(item, ident, moved, weak) for item in value.items)
+        if any(new is not old for new, old in zip(items, value.items)):
+            return replace(value, items=items)
+    return value
+
+
+def join_envs(a: Env, b: Env, availability_split: bool = False, accelerated: Optional[int] = None) -> Env:
     if a.dead:
         return b.copy()
     if b.dead:
@@ -71,6 +98,6 @@ def join_envs(a: Env, b: Env, availability_split: bool = False) -> Env:
             # Bound on one path only: whatever it was before is unknown now.
             joined[key] = UNKNOWN_VALUE
         else:
-            joined[key] = join_values(left, right, availability_split)
+            joined[key] = join_values(left, right, availability_split, accelerated)
     default = a.default_device if a.default_device == b.default_device else UNKNOWN
-    return Env(joined, default, False, a.guarded and b.guarded)
+    return Env(joined, default, False, a.guarded and b.guarded, a.path if a.path == b.path else "")

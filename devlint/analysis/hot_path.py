@@ -24,6 +24,9 @@ _INTERVAL_WORDS = re.compile(
     r"|checkpoint|ckpt|writer|tensorboard|wandb)(_|$)", re.IGNORECASE)
 
 
+_ROUND_TRIPS = frozenset({".cpu()", ".numpy()"})
+
+
 class LoopFrame:
     __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key")
 
@@ -76,6 +79,7 @@ class HotPathTracker:
 
     frames: List[LoopFrame]
     interval_depth: int
+    collecting: int  # inside the arguments of `results.append(...)`
 
     def enter_hot_function(self, trains: bool) -> None:
         """The whole body of a function called every step behaves like a loop body."""
@@ -124,8 +128,19 @@ class HotPathTracker:
 
     # --- facts ------------------------------------------------------------------
 
+    @property
+    def in_batch_step(self) -> bool:
+        """The body of a loop over a data loader that calls a model: evaluation and inference step
+        through the data like training does, one batch per iteration."""
+        frame = self.frames[-1] if self.frames else None
+        return self.interval_depth == 0 and frame is not None and frame.steps and frame.over_loader
+
     def note_sync(self, expr: cst.CSTNode, value: Value, node: cst.CSTNode, how: str) -> None:
-        if on_accelerator(value) and self.in_training_step and self.first_time("sync", value, node):
+        # Outside training, metrics read per batch (`.item()`) are common practice; an explicit copy of
+        # each batch's output to the host that is not kept for after the loop is a round trip.
+        round_trip = how in _ROUND_TRIPS and not self.collecting
+        in_step = self.in_training_step or (self.in_batch_step and round_trip)
+        if on_accelerator(value) and in_step and self.first_time("sync", value, node):
             self.program.facts.host_syncs.append(HostSync(node, Operand(expr, value), how))
 
     def note_tensor_move(self, receiver_node, receiver: Value, node: cst.Call, target, args) -> None:

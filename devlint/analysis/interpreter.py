@@ -20,12 +20,12 @@ from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
-    ANY, BATCH, DEVICE, HOST, LIST, LOADER, MODULE, OBJECT, REF, SOURCE_LOADER, TENSOR,
+    ACCELERATOR_PATH, ANY, BATCH, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF, SOURCE_LOADER, TENSOR,
     TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values,
 )
 from .hot_path import is_interval_test
 from .project import absolute_import
-from .names import dotted_name, last_identifier, string_value, sub_expressions
+from .names import dotted_name, integer_value, last_identifier, string_value, sub_expressions
 
 if TYPE_CHECKING:  # pragma: no cover
     from .program import ClassInfo, Program
@@ -37,6 +37,13 @@ MAX_LOOP_ITERATIONS = 4
 _DEVICE_FLAG = re.compile(r"cuda|gpu|accel|mps|xpu|npu|device|avail|distributed|dist_|_dist\b", re.IGNORECASE)
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 _EXPECTS_FAILURE = frozenset({"raises", "assertRaises", "assertRaisesRegex"})
+_CONSTANTS = {"True": True, "False": False, "None": None}
+#: Longer strings are text, not options: they are not kept as literals (nor in call contexts).
+_LITERAL_TEXT = 32
+_LITERAL_TESTS = {
+    "Equal": lambda a, b: a == b, "NotEqual": lambda a, b: a != b,
+    "Is": lambda a, b: a is b, "IsNot": lambda a, b: a is not b,
+}
 
 
 
@@ -63,8 +70,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.loop_depth = 0
         self.returns: List[Value] = []
         self.returns_guarded = False     # a return sits under an availability test: the results are a choice
+        self.return_paths: List[str] = []  # the availability path of each return
         self.frames = []
         self.interval_depth = 0          # inside `if step % N == 0:` and the like
+        self.collecting = 0              # inside the arguments of `results.append(...)`
+        self.moves: List[tuple] = []     # (object, value after the move, weak): in-place moves, effects of a call
         self.cuda_initialised = None     # the first statement that started CUDA
         self.chosen_device = ""          # a device variable this scope placed things on
         self.parameter_names = scope.parameters
@@ -79,8 +89,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     @property
     def in_hot_code(self) -> bool:
-        """Inside a loop or a `forward`: where DEV103 looks for factories."""
-        return self.loop_depth > 0 or self.scope.method == "forward" or bool(self.frames)
+        """Inside a loop or a `forward` of this function: where DEV103 looks for factories. A helper
+        called from a loop makes its tensors once per call; what it returns is reported as created there."""
+        return self.loop_depth > 0 or self.scope.method == "forward"
 
     # --- names --------------------------------------------------------------
 
@@ -107,6 +118,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         return self.exec_block(suite.body, env)
 
     def exec_statement(self, node: cst.CSTNode, env: Env) -> Env:
+        self.program.contexts.spend()
         return env.take(self._exec_statement(node, env))
 
     def _exec_statement(self, node: cst.CSTNode, env: Env) -> Env:
@@ -115,6 +127,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 if env.dead:
                     break
                 self.exec_small(small, env)
+            return env
+        if isinstance(node, cst.BaseSmallStatement):  # the body of `if flag: y = f(x)`, `def f(): return x`
+            self.exec_small(node, env)
             return env
         if isinstance(node, cst.If):
             return self.exec_if(node, env)
@@ -158,6 +173,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         elif isinstance(node, cst.Return):
             self.returns.append(self.eval(node.value, env) if node.value is not None else Value(kind=HOST))
             self.returns_guarded |= env.guarded
+            self.return_paths.append(env.path)
             env.dead = True
         elif isinstance(node, cst.Raise):
             if node.exc is not None:
@@ -198,11 +214,23 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
     def exec_if(self, node: cst.If, env: Env) -> Env:
         test = self.eval(node.test, env)
         self.note_sync(node.test, test, node.test, "if")
+        if test.literal is not None and test.source != "availability" and not _reads_attributes(node.test):
+            # `if as_tensor:` with `as_tensor=True` bound by the call: only one branch runs
+            if test.literal[0]:
+                return self.exec_suite(node.body, env)
+            if isinstance(node.orelse, cst.If):
+                return self.exec_if(node.orelse, env)
+            if isinstance(node.orelse, cst.Else):
+                return self.exec_suite(node.orelse.body, env)
+            return env
         split = self.is_device_choice(node.test, test)
         then_env = env.copy()
         else_env = env.copy()
+        accelerated = None
         if split:
             then_env.guarded = else_env.guarded = True
+            accelerated = 1 if isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not) else 0
+            then_env.path, else_env.path = (ACCELERATOR_PATH, HOST_PATH) if accelerated == 0 else (HOST_PATH, ACCELERATOR_PATH)
         interval = 1 if is_interval_test(node.test) else 0
         self.interval_depth += interval
         try:
@@ -213,7 +241,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             else_env = self.exec_if(node.orelse, else_env)
         elif isinstance(node.orelse, cst.Else):
             else_env = self.exec_suite(node.orelse.body, else_env)
-        joined = join_envs(then_env, else_env, split)
+        joined = join_envs(then_env, else_env, split, accelerated)
+        joined.path = env.path
         if split and not (then_env.dead or else_env.dead):
             joined.guarded = env.guarded  # the guard covers the branches, not what follows them
         return joined
@@ -343,6 +372,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 if key.startswith("self.") and key.count(".") == 1 and self.scope.in_module_init:
                     self.program.note_module_attribute(self, target, value, env, statement)
                 env.bind(key, value)
+                owner = self.lookup(key.rsplit(".", 1)[0], env) if key.count(".") == 1 else None
+                if owner is not None and owner.ident is not None and owner.kind in (MODULE, OBJECT):
+                    # the object's field, seen by every alias and method (weakly when it is one of several)
+                    self.program.contexts.heap.store(owner.ident, target.attr.value, value, strong=not owner.aliases)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements
             for index, element in enumerate(elements):
@@ -417,8 +450,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         value = self.lookup(node.value, env)
         if value is not None:
             return value
-        if node.value in ("True", "False", "None"):
-            return Value(kind=HOST)
+        if node.value in _CONSTANTS:
+            return Value(kind=HOST, literal=(_CONSTANTS[node.value],))
         return UNKNOWN_VALUE
 
     def eval_Attribute(self, node: cst.Attribute, env: Env) -> Value:
@@ -484,7 +517,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
     def string_value(self, text: Optional[str], node: cst.CSTNode, env: Env) -> Value:
         device = api.parse_device_string(text) if text is not None else None
         if device is None:
-            return Value(kind=HOST, cls="str")
+            return Value(kind=HOST, cls="str", literal=(text,) if text is not None and len(text) <= _LITERAL_TEXT else None)
         return Value(kind=DEVICE, device=self.accelerator_literal(device, env), origin=node, cls="str")
 
     def accelerator_literal(self, device, env: Env):
@@ -494,7 +527,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         return device
 
     def eval_Integer(self, node, env):
-        return Value(kind=HOST, cls="int")
+        number = integer_value(node)
+        return Value(kind=HOST, cls="int", literal=(number,) if number is not None else None)
 
     eval_Float = eval_Imaginary = eval_Integer
 
@@ -533,15 +567,34 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         return replace(container_of(values, "dict"), origin=node)
 
     def eval_comprehension(self, node, env: Env, element_nodes) -> List[Value]:
+        """A comprehension is a loop: its element runs once per item, so a step function called there
+        is called every step. Like a loop, it is walked silently first (to learn whether it steps a
+        model), then once recording."""
         scope = env.copy()
         for_in = node.for_in
+        first_target = for_in.target
+        over_loader = False
         while for_in is not None:
             iterable = self.eval(for_in.iter, scope)
-            self.assign(for_in.target, self.element_of(iterable, for_in.iter, for_in.target), scope, node)
+            element = self.element_of(iterable, for_in.iter, for_in.target)
+            over_loader = over_loader or element.source == SOURCE_LOADER
+            self.assign(for_in.target, element, scope, node)
             for condition in for_in.ifs:
                 self.eval(condition.test, scope)
             for_in = for_in.inner_for_in
-        return [self.eval(element, scope) for element in element_nodes]
+        self.loop_depth += 1
+        self.push_frame(first_target, over_loader, id(node))
+        try:
+            self.silent += 1
+            try:
+                for element in element_nodes:
+                    self.eval(element, scope.copy())
+            finally:
+                self.silent -= 1
+            return [self.eval(element, scope) for element in element_nodes]
+        finally:
+            self.loop_depth -= 1
+            self.frames.pop()
 
     def eval_ListComp(self, node, env):
         (element,) = self.eval_comprehension(node, env, [node.elt])
@@ -598,6 +651,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         for target in node.comparisons:
             right = self.eval(target.comparator, env)
             operator = type(target.operator).__name__
+            if left.literal is not None and right.literal is not None and operator in _LITERAL_TESTS:
+                result = Value(kind=HOST, literal=(_LITERAL_TESTS[operator](left.literal[0], right.literal[0]),))
+                left = right
+                continue
             if operator in ("Is", "IsNot", "In", "NotIn"):
                 result = Value(kind=HOST, source=left.source or right.source)
                 continue
@@ -611,7 +668,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def eval_UnaryOperation(self, node: cst.UnaryOperation, env: Env) -> Value:
         value = self.eval(node.expression, env)
-        return value if value.kind in (TENSOR, HOST) else UNKNOWN_VALUE
+        if isinstance(node.operator, cst.Not) and value.kind != TENSOR:
+            known = value.literal is not None
+            return Value(kind=HOST, source=value.source, literal=(not value.literal[0],) if known else None)
+        if value.kind == HOST:
+            return replace(value, literal=None)
+        return value if value.kind == TENSOR else UNKNOWN_VALUE
 
     def eval_BooleanOperation(self, node: cst.BooleanOperation, env: Env) -> Value:
         left = self.eval(node.left, env)
@@ -628,6 +690,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def eval_IfExp(self, node: cst.IfExp, env: Env) -> Value:
         test = self.eval(node.test, env)
+        if test.literal is not None and test.source != "availability" and not _reads_attributes(node.test):
+            return self.eval(node.body if test.literal[0] else node.orelse, env)
         split = self.is_device_choice(node.test, test)
         body_env, else_env = env.copy(), env.copy()
         if split:
@@ -664,6 +728,12 @@ def mentions_device(expression: cst.BaseExpression) -> bool:
         if isinstance(node, cst.SimpleString) and _DEVICE_FLAG.search(node.value[:40]):
             return True
     return False
+
+
+def _reads_attributes(test: cst.BaseExpression) -> bool:
+    """A test on fields (`if self.head is not None:`) may see a value set later by another method:
+    only tests on plain names decide a branch by their literal."""
+    return any(isinstance(node, cst.Attribute) for node in sub_expressions(test))
 
 
 def _operator_text(operator: cst.CSTNode) -> str:

@@ -166,8 +166,17 @@ class Value:
     items: Tuple["Value", ...] = field(default=())  # TUPLE items, or (element,) for LIST
     in_place_move: bool = False            # `.to()` mutates (BatchEncoding)
     state_at: Optional[cst.CSTNode] = None  # optimizers: where CPU state was created or loaded
+    #: a small constant the code spells out (`True`, `"pt"`, `3`), boxed so that `None` is one too;
+    #: it lets a call in context take the branch its literal argument selects
+    literal: Optional[Tuple[object]] = None
+    #: allocation sites this value may be (a loop variable over `(enc, dec)`): a move updates each weakly
+    aliases: Tuple[int, ...] = ()
+    #: the two sides of an availability split that behave differently (a model wrapped in
+    #: DataParallel on the GPU path only): each is checked as it is
+    alternatives: Tuple["Value", ...] = ()
 
     def with_device(self, device: Device, origin: Optional[cst.CSTNode] = None, **changes) -> "Value":
+        changes.setdefault("alternatives", ())
         return replace(self, device=device, origin=origin if origin is not None else self.origin, **changes)
 
     @property
@@ -178,7 +187,12 @@ class Value:
 UNKNOWN_VALUE = Value()
 
 
-def join_values(a: Value, b: Value, availability_split: bool = False) -> Value:
+ACCELERATOR_PATH = "accelerator"   # the side of an availability test that runs where the accelerator is
+HOST_PATH = "host"
+
+
+def join_values(a: Value, b: Value, availability_split: bool = False, accelerated: Optional[int] = None) -> Value:
+    """`accelerated` says which side (0: `a`, 1: `b`) is the accelerator's path of the split."""
     if a == b:
         return a
     if a.kind != b.kind:
@@ -188,6 +202,10 @@ def join_values(a: Value, b: Value, availability_split: bool = False) -> Value:
                 return filled
         return UNKNOWN_VALUE
     device = join_devices(a.device, b.device, availability_split)
+    alternatives: Tuple[Value, ...] = ()
+    if accelerated is not None and a.kind == MODULE and a.scatters != b.scatters:
+        # on a machine with the accelerator only that side runs: calls check it as it is
+        alternatives = (replace((a, b)[accelerated], alternatives=()),)
     items: Tuple[Value, ...] = ()
     if len(a.items) == len(b.items):
         items = tuple(join_values(x, y, availability_split) for x, y in zip(a.items, b.items))
@@ -206,7 +224,24 @@ def join_values(a: Value, b: Value, availability_split: bool = False) -> Value:
         items=items,
         in_place_move=a.in_place_move and b.in_place_move,
         state_at=a.state_at or b.state_at,  # state loaded on some path is there on that path
+        literal=a.literal if a.literal == b.literal else None,
+        aliases=_joined_aliases(a, b),
+        alternatives=alternatives,
     )
+
+
+def _joined_aliases(a: Value, b: Value) -> Tuple[int, ...]:
+    """The objects either side may be: kept only when both sides are known objects."""
+    left = a.aliases or ((a.ident,) if a.ident is not None else ())
+    right = b.aliases or ((b.ident,) if b.ident is not None else ())
+    if not left or not right or left == right == (a.ident,):
+        return ()
+    return tuple(sorted(set(left) | set(right)))
+
+
+def literal_of(value: Value, default: object = None) -> object:
+    """The constant a value is known to be, or `default`."""
+    return value.literal[0] if value.literal is not None else default
 
 
 def join_all(items: Sequence[Value], availability_split: bool = False) -> Value:
@@ -214,6 +249,17 @@ def join_all(items: Sequence[Value], availability_split: bool = False) -> Value:
     for item in items[1:]:
         result = join_values(result, item, availability_split)
     return result
+
+
+def join_paths(values: Sequence[Value], paths: Sequence[str], availability_split: bool) -> Value:
+    """The join of a function's results, keeping apart the one its accelerator path returns."""
+    joined = join_all(values, availability_split)
+    accelerated = [v for v, p in zip(values, paths) if p == ACCELERATOR_PATH]
+    if accelerated and len(accelerated) < len(values):
+        side = join_all(accelerated)
+        if side.kind == MODULE and joined.kind == MODULE and side.scatters != joined.scatters:
+            return replace(joined, alternatives=(replace(side, alternatives=()),))
+    return joined
 
 
 def container_of(items: List[Value], flavour: str) -> Value:

@@ -9,6 +9,7 @@ arguments for symbolic parameter devices.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import replace
@@ -19,10 +20,12 @@ import libcst as cst
 from . import torch_api as api
 from .env import Env
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState
+from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
+from .invocation import informative, site_from, bind_parameters
 from .lattice import (
     ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
-    SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, symbolic,
+    SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, join_paths, symbolic,
 )
 from .names import dotted_name, string_value, sub_expressions
 from .hot_path import TRAINING
@@ -119,6 +122,8 @@ class Program:
         self.loader_options: Dict[int, tuple] = {}
         #: (kind, origin) pairs already reported by the hot-path and parallel rules
         self.hot_reported: Set[tuple] = set()
+        #: calls of this file's functions interpreted in context, and the heap of objects they build
+        self.contexts = ContextRunner(self, len(source))
 
     # --- driver -------------------------------------------------------------
 
@@ -131,8 +136,11 @@ class Program:
                 self.analyse(method)
         for info in list(self.functions.values()):
             arguments, hot = self._calls_from_other_files(info)
-            self.analyse(info, arguments=arguments, hot=hot)
+            # A function some call interpreted in its own context has its facts from there; its
+            # generic run (symbolic parameters) only gives its summary.
+            self.analyse(info, arguments=arguments, hot=hot, silent=id(info.node) in self.contexts.reached)
         self.facts.unregistered_state = [fact for fact in self.facts.unregistered_state if self._still_unregistered(fact)]
+        _drop_repeated_facts(self.facts)
         return self.facts
 
     def _note_global_devices(self) -> None:
@@ -267,14 +275,16 @@ class Program:
         if info is None:
             return UNKNOWN_VALUE
         self.ensure_class(info)
-        value = info.attrs.get("self." + attr)
+        value = self.contexts.field(base, attr)  # this object's own field, when it is known
+        if value is None:
+            value = info.attrs.get("self." + attr)
         if value is None:
             return UNKNOWN_VALUE
         if base.kind == MODULE:
-            return self._follows_module(value, info, base.device)
+            return self.follows_module(value, info, base.device)
         return value
 
-    def _follows_module(self, value: Value, info: ClassInfo, device: Device) -> Value:
+    def follows_module(self, value: Value, info: ClassInfo, device: Device) -> Value:
         """An attribute as seen after the module moved to `device`."""
         if value.kind == MODULE or (value.kind == TENSOR and value.parameter):
             return replace(value, device=device, ident=None)
@@ -286,16 +296,49 @@ class Program:
             return UNKNOWN_VALUE  # a plain list of modules: reported once where it is stored
         return value
 
-    def instantiate(self, callee: Value, node: cst.Call, args, env: Env) -> Value:
+    def instantiate(self, callee: Value, node: cst.Call, args, env: Env, caller=None) -> Value:
+        """`Net(...)`: a new object at this allocation site, its fields set by `__init__` run on the
+        call's arguments."""
         info = self.classes.get(callee.cls)
         if info is None:
             return UNKNOWN_VALUE
         self.ensure_class(info)
         if info.is_module or (info.is_module is None and "forward" in info.methods):
-            return Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=info.name, stateful=info.stateful)
-        if info.is_module is False:
-            return Value(kind=OBJECT, origin=node, cls=info.name)
-        return UNKNOWN_VALUE
+            instance = Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=info.name,
+                             stateful=info.stateful)
+        elif info.is_module is False:
+            instance = Value(kind=OBJECT, origin=node, ident=id(node), cls=info.name)
+        else:
+            return UNKNOWN_VALUE
+        self.contexts.heap.allocate(id(node), {})
+        init = info.methods.get("__init__")
+        if init is not None and caller is not None:
+            self._invoke(init, instance, node, args, caller, env)
+        if not self.contexts.heap.fields(id(node)):
+            self.contexts.heap.allocate(id(node), {key[len("self."):]: value for key, value in info.attrs.items()})
+        return instance
+
+    def _invoke(self, info: "FunctionInfo", receiver: Optional[Value], node: cst.Call, args, caller, env: Env,
+                require_information: bool = False):
+        """Interpret `info` for this call (see `contexts.py`); None when it cannot be."""
+        site = site_from(node, args, env.guarded, caller.call_heat, caller.recording, env.default_device)
+        if require_information:
+            bound = bind_parameters(info.node.params, site, receiver, lambda p: UNKNOWN_VALUE)
+            if not informative(bound):
+                return None
+        return self.contexts.invoke(info, receiver, site, caller, env)
+
+    def call_forward(self, callee: Value, node: cst.Call, args, caller, env: Env) -> Optional[Value]:
+        """`model(x)` on a module class of this file: its `forward`, run for this receiver and input."""
+        info = self.classes.get(callee.cls)
+        if info is None or callee.scatters:
+            return None
+        self.ensure_class(info)
+        forward = info.methods.get("forward")
+        if forward is None:
+            return None
+        done = self._invoke(forward, callee, node, args, caller, env)
+        return done.result if done is not None else None
 
     def note_module_attribute(self, interp: Interpreter, target: cst.Attribute, value: Value, env: Env, statement) -> None:
         info = interp.scope.owner
@@ -354,7 +397,7 @@ class Program:
     # --- functions ----------------------------------------------------------------
 
     def analyse(self, info: FunctionInfo, seed: Optional[Dict[str, Value]] = None, guarded: bool = False,
-                arguments: Optional[Dict[str, Value]] = None, hot: str = "") -> Optional[Env]:
+                arguments: Optional[Dict[str, Value]] = None, hot: str = "", silent: bool = False) -> Optional[Env]:
         """Interpret a function once; returns its final state (for `__init__`)."""
         if info.result is not None or info.running:
             return info.final_env
@@ -364,17 +407,19 @@ class Program:
         if not hot and info.trains:
             hot = TRAINING  # a training step function (`loss.backward()` outside any loop) runs every step
         interp = Interpreter(self, scope, hot)
-        env = Env(default_device=self.module_env.default_device, guarded=guarded or self._accelerator_only(info))
+        interp.silent += silent
+        env = Env(default_device=self.module_env.default_device, guarded=guarded or self.accelerator_only(info))
         self._bind_parameters(info, env, seed)
         for name, value in (arguments or {}).items():
             env.bind(name, value)
         env = interp.exec_block(info.node.body.body, env)
-        info.result = join_all(interp.returns, interp.returns_guarded) if interp.returns else Value(kind=HOST)  # no return: None
+        # no return: None
+        info.result = join_paths(interp.returns, interp.return_paths, interp.returns_guarded) if interp.returns else Value(kind=HOST)
         info.final_env = env
         info.running = False
         return env
 
-    def _accelerator_only(self, info: FunctionInfo) -> bool:
+    def accelerator_only(self, info: FunctionInfo) -> bool:
         """A test skipped without a GPU, a `*_cuda` helper: it runs only where CUDA is."""
         texts = [info.name] + [word for d in info.node.decorators for word in _words(d.decorator)]
         if info.owner is not None:
@@ -398,7 +443,7 @@ class Program:
                 attrs = seed if seed is not None else owner.attrs
                 for key, value in attrs.items():
                     if owner.is_module is not False and info.name != "__init__":
-                        value = self._follows_module(value, owner, self.self_device())
+                        value = self.follows_module(value, owner, self.self_device())
                     env.values[first + key[len("self"):]] = value
         star = info.node.params.star_arg
         for extra in (star, info.node.params.star_kwarg):
@@ -421,7 +466,7 @@ class Program:
         return UNKNOWN_VALUE
 
     def call_function(self, callee: Value, node: cst.Call, args, guarded: bool = False, recording: bool = True,
-                      hot: str = "", caller=None) -> Value:
+                      hot: str = "", caller=None, env: Optional[Env] = None) -> Value:
         """A call of a function of this file: analysed on first call, from that call's point of view
         (its availability guard, and its arguments when it is the only call in the file).  A call met
         while a loop is still being iterated silently waits for the recording pass."""
@@ -430,6 +475,10 @@ class Program:
             return UNKNOWN_VALUE
         if info.trains and caller is not None:
             caller.note_step(trains=True)
+        if caller is not None and env is not None:
+            done = self._invoke(info, None, node, args, caller, env)
+            if done is not None:
+                return done.result
         if info.result is None and not info.running:
             if not recording:
                 return UNKNOWN_VALUE
@@ -472,7 +521,7 @@ class Program:
         chosen += [a for a in args if a.keyword is not None and (a.keyword in handled or a.keyword not in names)]
         return chosen
 
-    def call_method(self, receiver: Value, name: str, node: cst.Call, args, caller=None) -> Value:
+    def call_method(self, receiver: Value, name: str, node: cst.Call, args, caller=None, env: Optional[Env] = None) -> Value:
         """A method of a class of this file; like `call_function`, the first call from a hot loop
         (`self.training_step(batch)`) makes the method hot."""
         info = self.classes.get(receiver.cls)
@@ -484,6 +533,10 @@ class Program:
             return UNKNOWN_VALUE
         if method.trains and caller is not None:
             caller.note_step(trains=True)
+        if caller is not None and env is not None and receiver.ident is not None:
+            done = self._invoke(method, receiver, node, args, caller, env)
+            if done is not None:
+                return done.result
         if method.result is None and not method.running and caller is not None:
             if not caller.recording:
                 return UNKNOWN_VALUE
@@ -519,6 +572,30 @@ class Program:
         return value
 
 
+def _drop_repeated_facts(facts: FileFacts) -> None:
+    """A statement interpreted in several contexts records the same fact more than once: keep the first."""
+    for name in facts.__dataclass_fields__:
+        items = getattr(facts, name)
+        if not isinstance(items, list):
+            continue
+        seen, kept = set(), []
+        for fact in items:
+            key = _fact_key(fact)
+            if key not in seen:
+                seen.add(key)
+                kept.append(fact)
+        setattr(facts, name, kept)
+
+
+def _fact_key(fact) -> tuple:
+    """Where a fact is (its first node) and what it says there (its plain fields)."""
+    if not dataclasses.is_dataclass(fact):
+        return (id(fact),)
+    values = [getattr(fact, f.name) for f in dataclasses.fields(fact)]
+    plain = tuple(v for v in values[1:] if isinstance(v, (str, int, bool)))
+    return (id(values[0]) if values else None, type(fact).__name__) + plain
+
+
 def _calls_in(node: cst.CSTNode):
     """Every call in a function body (nested functions included: they may run too)."""
     stack = [node]
@@ -542,8 +619,8 @@ def _moved_or_passed(call: cst.Call, params: Set[str]) -> Set[str]:
 def _calls_backward(body) -> bool:
     """Does a function body call `.backward()` outside loops (directly, or in if/with/try blocks)?"""
     for statement in body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
+        if isinstance(statement, (cst.SimpleStatementLine, cst.BaseSmallStatement)):
+            for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else (statement,):
                 call = small.value if isinstance(small, cst.Expr) else None
                 if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
                     return True

@@ -289,6 +289,17 @@ def is_nn_module_class(qualname: str) -> bool:
     return name[:1].isupper() and name not in NON_MODULE_NN_NAMES
 
 
+#: torch.nn layers whose output is the input itself or may be 0-dim.
+_UNSHAPED_OUTPUT_NN_CLASSES = frozenset({"Identity", "Flatten", "Unflatten"})
+
+
+def nn_output_is_shaped(name: str) -> bool:
+    """A torch.nn layer (not a loss) returns a shaped tensor: never a 0-dim one that could meet an
+    accelerator tensor legally."""
+    return (is_nn_module_class("torch.nn." + name) and not name.endswith(LOSS_SUFFIX)
+            and name not in _UNSHAPED_OUTPUT_NN_CLASSES and name not in CONTAINER_NN_CLASSES)
+
+
 def nn_class_is_stateful(name: str, keywords: frozenset) -> Optional[bool]:
     """Whether a torch.nn class holds parameters or buffers."""
     if name in STATELESS_NN_CLASSES:
@@ -365,6 +376,9 @@ PREPROCESSING_ROOTS = ("numpy.", "PIL.", "cv2.", "skimage.", "scipy.ndimage.", "
 HOST_STATE_FILE = re.compile(r"sched|scaler|rng|random|meta|config|hparam|vocab|buffer|bytes|BytesIO", re.IGNORECASE)
 #: Tensor methods that wait for the accelerator and copy to the host.
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+#: Calls that keep a value for after the loop (`preds.append(out.cpu())`): the copy is the result
+#: an evaluation loop exists to collect, not a stall inside its step.
+COLLECTING_METHODS = frozenset({"append", "extend", "put"})
 #: Builtins that read a tensor's value on the host.
 SYNC_BUILTINS = frozenset({"float", "int", "bool", "print"})
 #: Class-name suffixes of configuration objects whose `device` field is a default.

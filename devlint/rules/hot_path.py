@@ -19,7 +19,7 @@ class HostSyncInLoop(Rule):
     code = "DEV401"
     name = "host-sync-in-loop"
     severity = WARNING
-    summary = "A training step waits for the accelerator to copy a value to the host."
+    summary = "A training, evaluation or inference step waits for the accelerator to copy a value to the host."
     why = """
 CUDA runs asynchronously: the Python loop queues work and races ahead. `.item()`,
 `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`, `print(t)` and `if t:` on a GPU tensor
@@ -77,7 +77,7 @@ for step in range(100):
         for fact in facts.host_syncs:
             yield Finding(fact.node, (
                 f"{fact.how} on {context.operand(fact.tensor)} ({context.where(fact.tensor.value)}) waits for the "
-                "accelerator on every training step; keep it on the device or sync under a logging interval"))
+                "accelerator on every step; keep it on the device or sync under a logging interval"))
 
 
 class CreatedOnHostThenMoved(Rule):

@@ -1,0 +1,165 @@
+"""Running a function of the file in the context of one call.
+
+`ContextRunner.invoke` binds the call's arguments (and receiver) to the
+callee's parameters, interprets the body on that binding with the caller's
+guard, heat, default device and recording state, and returns an
+`Invocation`: the result and the effects the caller must see. Results are
+memoised per abstract context (see `invocation.py`); a function past its
+context cap, a recursive call or a file past its work budget gets `None`,
+and the caller falls back to the callee's generic summary.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
+
+import libcst as cst
+
+from . import torch_api as api
+from .env import Env
+from .heap import Heap
+from .interpreter import Interpreter, Scope
+from .invocation import (
+    MAX_CONTEXTS, MAX_DEPTH, CallSite, Invocation, bind_parameters, context_key, set_fields,
+)
+from .lattice import DEVICE, HOST, MODULE, OBJECT, UNKNOWN_VALUE, Value, join_all, join_paths
+from .names import string_value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .program import FunctionInfo, Program
+
+#: Statements interpreted per byte of source before calls stop being entered in context.
+WORK_PER_BYTE = 4
+MIN_WORK = 20_000
+
+
+class ContextRunner:
+    def __init__(self, program: "Program", source_size: int) -> None:
+        self.program = program
+        self.heap = Heap()
+        self.memo: Dict[tuple, Invocation] = {}
+        self.counts: Counter = Counter()
+        self.stack: List[int] = []
+        #: functions interpreted in at least one recording context
+        self.reached: Set[int] = set()
+        self.budget = max(MIN_WORK, WORK_PER_BYTE * source_size)
+        self.work = 0
+
+    def spend(self) -> None:
+        self.work += 1
+
+    @property
+    def exhausted(self) -> bool:
+        return self.work > self.budget
+
+    # --- the call ---------------------------------------------------------------
+
+    def invoke(self, info: "FunctionInfo", receiver: Optional[Value], site: CallSite,
+               caller: Interpreter, caller_env: Env) -> Optional[Invocation]:
+        node_id = id(info.node)
+        if node_id in self.stack or len(self.stack) >= MAX_DEPTH or self.exhausted:
+            return None
+        bound = bind_parameters(info.node.params, site, receiver, lambda p: self.default_value(info, p))
+        if receiver is not None and _is_static(info):
+            bound = bind_parameters(info.node.params, site, None, lambda p: self.default_value(info, p))
+            receiver = None
+        key = context_key(info.node, bound, site)
+        done = self.memo.get(key)
+        if done is None:
+            if self.counts[node_id] >= MAX_CONTEXTS:
+                return None
+            self.counts[node_id] += 1
+            self.stack.append(node_id)
+            try:
+                done = self._run(info, receiver, bound, site)
+            finally:
+                self.stack.pop()
+            self.memo[key] = done
+            if site.recording:
+                self.reached.add(node_id)
+        self._apply(done, caller, caller_env)
+        return done
+
+    def _run(self, info: "FunctionInfo", receiver: Optional[Value], bound: Dict[str, Value],
+             site: CallSite) -> Invocation:
+        program = self.program
+        owner = info.owner
+        params = [p.name.value for p in info.parameters()]
+        scope = Scope(owner, info.name, info.outer, frozenset(params))
+        # Heat comes from the caller: a step function called once from cold code is not a training step.
+        interp = Interpreter(program, scope, site.heat)
+        interp.silent = 0 if site.recording else 1
+        env = Env(default_device=site.default_device if site.default_device is not None else program.module_env.default_device,
+                  guarded=site.guarded or program.accelerator_only(info))
+        seeded: Dict[str, Value] = {}
+        receiver_name = params[0] if receiver is not None and params else ""
+        if receiver_name:
+            seeded = self.fields_seen_by(info, receiver, receiver_name)
+            env.values.update(seeded)
+        for name, value in bound.items():
+            env.values[name] = value
+        before = dict(bound)
+        final = interp.exec_block(info.node.body.body, env)
+        result = (join_paths(interp.returns, interp.return_paths, interp.returns_guarded) if interp.returns
+                  else Value(kind=HOST))
+        moved = tuple(interp.moves)
+        fields = []
+        for name, value in before.items():
+            if value.ident is None or value.kind not in (MODULE, OBJECT):
+                continue
+            start = seeded if name == receiver_name else {}
+            for field, new in set_fields(name, start, final.values).items():
+                fields.append((value.ident, field, new))
+        return Invocation(result, moved, tuple(fields), interp.cuda_initialised)
+
+    def _apply(self, done: Invocation, caller: Interpreter, env: Env) -> None:
+        for ident, field, value in done.fields:
+            self.heap.store(ident, field, value)
+        touched = {ident for ident, _, _ in done.fields}
+        for ident, moved, weak in done.moved:
+            caller.note_moved(ident, moved, env, weak)
+        if touched:
+            env.forget_fields(touched)
+        if done.cuda_initialised is not None and caller.cuda_initialised is None:
+            caller.cuda_initialised = done.cuda_initialised
+
+    # --- values ---------------------------------------------------------------------
+
+    def default_value(self, info: "FunctionInfo", param: cst.Param) -> Value:
+        """A parameter left to its default: a device string is the caller's choice (no fallback
+        needed at the signature), any other default is evaluated where the function was defined."""
+        text = string_value(param.default)
+        device = api.parse_device_string(text) if text is not None else None
+        if device is not None:
+            return Value(kind=DEVICE, device=device, origin=param.default)
+        evaluator = Interpreter(self.program, Scope(outer=info.outer))
+        evaluator.silent += 1
+        value = evaluator.eval(param.default, Env())
+        return value if value.kind == HOST else UNKNOWN_VALUE
+
+    def fields_seen_by(self, info: "FunctionInfo", receiver: Value, name: str) -> Dict[str, Value]:
+        """`self.x` as the method sees it: the object's fields, else what the class's constructor sets."""
+        program = self.program
+        owner = info.owner
+        fields = self.heap.fields(receiver.ident)
+        if not fields and owner is not None and info.name != "__init__":
+            program.ensure_class(owner)
+            fields = {key[len("self."):]: value for key, value in owner.attrs.items()}
+        seen = {}
+        for field, value in fields.items():
+            if receiver.kind == MODULE and owner is not None and info.name != "__init__":
+                value = program.follows_module(value, owner, receiver.device)
+            seen[f"{name}.{field}"] = value
+        return seen
+
+    def field(self, base: Value, attr: str) -> Optional[Value]:
+        """A field of a known object, as stored (None when the heap does not have it)."""
+        if base.aliases:
+            values = [self.heap.get(ident, attr) for ident in base.aliases]
+            return join_all(values) if values and all(v is not None for v in values) else None
+        return self.heap.get(base.ident, attr)
+
+
+def _is_static(info: "FunctionInfo") -> bool:
+    return any(getattr(d.decorator, "value", None) == "staticmethod" for d in info.node.decorators)
+

@@ -1,0 +1,61 @@
+"""The abstract heap: the fields of objects, one object per allocation site.
+
+A model built by `Net()` on line 12 is one object wherever it is stored: in
+`model`, in `self.net` of a trainer, in a list. Its fields (`self.x` set by
+its constructor or later by its methods) live here, keyed by the allocation
+site (`Value.ident`), so every method and every alias reads the same ones.
+A site that allocates many objects (a constructor called in a loop) is still
+one abstract object; its fields are then a summary of all of them.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+from .env import moved_copy
+from .lattice import Value, join_values
+
+
+class Heap:
+    __slots__ = ("_fields", "optimizer_state")
+
+    def __init__(self) -> None:
+        self._fields: Dict[int, Dict[str, Value]] = {}
+        #: optimizer (by the node that built it) -> where CPU state was created or loaded into it,
+        #: through whichever alias (`self.opt.load_state_dict(...)` in a helper object)
+        self.optimizer_state: Dict[int, object] = {}
+
+    def fields(self, ident: Optional[int]) -> Dict[str, Value]:
+        """The known fields of an object (empty when it has none or is not an object)."""
+        if ident is None:
+            return {}
+        return self._fields.get(ident, {})
+
+    def get(self, ident: Optional[int], name: str) -> Optional[Value]:
+        return self.fields(ident).get(name)
+
+    def has(self, ident: Optional[int]) -> bool:
+        return ident is not None and ident in self._fields
+
+    def allocate(self, ident: int, fields: Dict[str, Value]) -> None:
+        """A new object: its constructor's fields (a later allocation at the same site joins in)."""
+        known = self._fields.get(ident)
+        if known is None:
+            self._fields[ident] = dict(fields)
+            return
+        for name in known.keys() | fields.keys():
+            left, right = known.get(name), fields.get(name)
+            known[name] = join_values(left, right) if left is not None and right is not None else (left or right)
+
+    def replace_identity(self, ident: int, moved: Value, weak: bool = False) -> None:
+        """An object moved in place: the fields that hold it see the move."""
+        for fields in self._fields.values():
+            for name, value in list(fields.items()):
+                after = moved_copy(value, ident, moved, weak)
+                if after is not value:
+                    fields[name] = after
+
+    def store(self, ident: int, name: str, value: Value, strong: bool = True) -> None:
+        """`obj.name = value`; a weak store (the object is one of several) joins with the old value."""
+        fields = self._fields.setdefault(ident, {})
+        old = fields.get(name)
+        fields[name] = value if strong or old is None else join_values(old, value)

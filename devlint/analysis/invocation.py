@@ -1,0 +1,152 @@
+"""Calls of the file's own functions, interpreted in the caller's context.
+
+At a call of a user function, method, constructor or `forward`, the callee's
+parameters are bound to the caller's argument values (positional, keyword,
+defaults, `*args`/`**kwargs`, the receiver), its body is interpreted on that
+binding, and what it did is brought back: its result, the objects it moved in
+place, the fields it set on its receiver, whether it started CUDA.
+
+Each (callee, abstract binding, caller state) is interpreted once and
+memoised; a function gets at most `MAX_CONTEXTS` contexts and a file a total
+work budget, after which calls fall back to the callee's generic summary (the
+one it gets with symbolic parameters, which is also what functions no entry
+point reaches are analysed with).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from .lattice import ANY, HOST, LIST, TUPLE, UNKNOWN_VALUE, Value, container_of
+
+#: Contexts one function may be interpreted in before calls use its generic summary.
+MAX_CONTEXTS = 8
+#: How deep calls in context may nest (recursion stops earlier: a function on the stack is not entered).
+MAX_DEPTH = 12
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What a call in context brings back to its caller."""
+
+    result: Value
+    #: in-place moves of objects the caller can see: (allocation site, the value after the move, weak)
+    moved: Tuple[Tuple[int, Value, bool], ...] = ()
+    #: fields the callee set on objects: (allocation site, field, value)
+    fields: Tuple[Tuple[int, str, Value], ...] = ()
+    #: the statement that started CUDA inside the callee, if it did
+    cuda_initialised: Optional[cst.CSTNode] = None
+
+
+@dataclass
+class CallSite:
+    """The call as the caller sees it: the argument values and the caller's state that matter."""
+
+    node: cst.Call
+    positional: List[Value]
+    keywords: Dict[str, Value]
+    star: bool = False            # `f(*xs)`: positions are unknown from there on
+    double_star: bool = False     # `f(**kw)`: keywords are unknown
+    guarded: bool = False
+    heat: str = ""
+    recording: bool = True
+    default_device: object = None
+    extra: Tuple = field(default=())
+
+
+def bind_parameters(params: cst.Parameters, site: CallSite, receiver: Optional[Value],
+                    default_of: Callable[[cst.Param], Value]) -> Dict[str, Value]:
+    """Parameter name -> value for one call, as Python binds them.
+
+    `receiver` is bound to the first positional parameter (`self`); a parameter the call leaves
+    out gets its default's value (`default_of`), `*args` a list of the extra positional values,
+    `**kwargs` a dict of the extra keywords. Whatever the call cannot tell is unknown.
+    """
+    positional_params: List[cst.Param] = list(params.posonly_params) + list(params.params)
+    arguments = list(site.positional)
+    if receiver is not None:
+        arguments.insert(0, receiver)
+    bound: Dict[str, Value] = {}
+    for index, param in enumerate(positional_params):
+        name = param.name.value
+        if index < len(arguments):
+            bound[name] = arguments[index]
+        elif name in site.keywords:
+            bound[name] = site.keywords[name]
+        elif site.star or site.double_star:
+            bound[name] = UNKNOWN_VALUE
+        elif param.default is not None:
+            bound[name] = default_of(param)
+        else:
+            bound[name] = UNKNOWN_VALUE
+    for param in params.kwonly_params:
+        name = param.name.value
+        if name in site.keywords:
+            bound[name] = site.keywords[name]
+        elif param.default is not None and not site.double_star:
+            bound[name] = default_of(param)
+        else:
+            bound[name] = UNKNOWN_VALUE
+    if isinstance(params.star_arg, cst.Param):
+        extra = arguments[len(positional_params):]
+        bound[params.star_arg.name.value] = (
+            UNKNOWN_VALUE if site.star else Value(kind=TUPLE, items=tuple(extra)))
+    if params.star_kwarg is not None:
+        named = {p.name.value for p in positional_params} | {p.name.value for p in params.kwonly_params}
+        extra_keywords = [value for key, value in site.keywords.items() if key not in named]
+        bound[params.star_kwarg.name.value] = (
+            UNKNOWN_VALUE if site.double_star else container_of(extra_keywords, "dict") if extra_keywords
+            else Value(kind=LIST, cls="dict"))
+    return bound
+
+
+def abstract(value: Value) -> tuple:
+    """What of a value decides how a callee behaves: kind, device, class, identity, literal.
+
+    Origins are left out on purpose: two calls with CPU tensors made on different lines are one
+    context (the first one's origins name the findings).
+    """
+    items = tuple(abstract(item) for item in value.items[:4]) if value.kind in (TUPLE, LIST) else ()
+    return (value.kind, value.device, value.cls, value.ident, value.scalar, value.source, value.literal,
+            value.scatters, value.parameter, value.stateful, items)
+
+
+def context_key(function: cst.FunctionDef, bound: Dict[str, Value], site: CallSite) -> tuple:
+    return (id(function), tuple((name, abstract(value)) for name, value in bound.items()),
+            site.guarded, site.heat, site.recording, site.default_device, site.extra)
+
+
+def informative(bound: Dict[str, Value]) -> bool:
+    """Is a context worth interpreting: does the call tell the callee anything its generic run
+    does not know?"""
+    return any(value.kind not in (ANY, HOST) or value.device.known or value.literal is not None
+               for value in bound.values())
+
+
+def set_fields(receiver_name: str, seeded: Dict[str, Value], final: Dict[str, Value]) -> Dict[str, Value]:
+    """Fields (`self.x`) the callee assigned or changed, by field name."""
+    prefix = receiver_name + "."
+    changed = {}
+    for key, value in final.items():
+        if key.startswith(prefix) and key.count(".") == 1 and seeded.get(key) != value:
+            changed[key[len(prefix):]] = value
+    return changed
+
+
+def site_from(node: cst.Call, args: Sequence, guarded: bool, heat: str, recording: bool, default_device) -> CallSite:
+    """A `CallSite` from the evaluated arguments of a call (`Arg` records of `calls.py`)."""
+    positional, keywords = [], {}
+    star = double_star = False
+    for arg in args:
+        if arg.node.star == "*":
+            star = True
+        elif arg.node.star == "**":
+            double_star = True
+        elif arg.keyword is not None:
+            keywords[arg.keyword] = arg.value
+        elif not star:
+            positional.append(arg.value)
+    return CallSite(node, positional, keywords, star, double_star, guarded, heat, recording, default_device)
+
