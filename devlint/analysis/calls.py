@@ -331,6 +331,8 @@ class CallEvaluator:
             return Value(kind=TOKENIZER, origin=node)
         if hf_kind == "model":
             return self.pretrained_model(node, args, env)
+        if hf_kind == "pipeline":
+            return Value(source="device-aware")
         if api.is_host_library(qualname):
             self.note_preprocessing(qualname, args, node)
             for arg in args:
@@ -631,8 +633,8 @@ class CallEvaluator:
 
     def move_in_place(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:
         target = self.move_target(name, node, args, env)
-        if target is None:
-            return receiver
+        if target is None or (receiver.kind == ANY and receiver.source == "device-aware"):
+            return receiver  # a pipeline or a prepared object places its parts itself
         key = dotted_name(receiver_node)
         if discarded and receiver.kind == ANY and api.is_tensor_name(last_identifier(receiver_node)):
             # `labels.to(device)` on a parameter named like a tensor: tensors do not move in place.
@@ -652,6 +654,13 @@ class CallEvaluator:
         return moved
 
     def module_method(self, receiver, receiver_node, name, node, args, env) -> Value:
+        if name in api.OFFLOAD_METHODS:  # hooks move the weights at call time: where it is, is unknown
+            if receiver.ident is not None:
+                self.note_moved(receiver.ident, receiver.with_device(UNKNOWN), env)
+            key = dotted_name(receiver_node)
+            if key is not None:
+                env.values[key] = receiver.with_device(UNKNOWN)
+            return UNKNOWN_VALUE
         if name in _MODULE_CALL_METHODS:
             return self.module_call(receiver, receiver_node, node, args, name if name != "__call__" else "call", env)
         if name in _MODULE_SAME_METHODS:
@@ -733,6 +742,11 @@ class CallEvaluator:
                     if device.is_cpu:
                         device = UNKNOWN  # a model left on the CPU: its outputs are no new root cause
         if env is not None and operation in ("call", "forward") and callee.cls:
+            # An input on the wrong device was reported here: inside `forward` it is taken to be where
+            # the module is, so that one root cause gives one finding and the body is still checked.
+            if callee.device.known:
+                args = [Arg(a.node, replace(a.value, device=callee.device))
+                        if placed(a.value) and conflicts(callee.device, a.value.device) else a for a in args]
             result = self.program.call_forward(callee, node, args, self, env)
             if result is not None and (result.kind in (TUPLE, LIST, BATCH, OBJECT) or result.device.known):
                 # what this module's own `forward` returns for these inputs; for messages, a tensor

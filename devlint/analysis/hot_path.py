@@ -80,6 +80,7 @@ class HotPathTracker:
     frames: List[LoopFrame]
     interval_depth: int
     collecting: int  # inside the arguments of `results.append(...)`
+    deciding: int    # inside a test whose branch leaves the loop
 
     def enter_hot_function(self, trains: bool) -> None:
         """The whole body of a function called every step behaves like a loop body."""
@@ -139,7 +140,7 @@ class HotPathTracker:
         # Outside training, metrics read per batch (`.item()`) are common practice; an explicit copy of
         # each batch's output to the host that is not kept for after the loop is a round trip.
         round_trip = how in _ROUND_TRIPS and not self.collecting
-        in_step = self.in_training_step or (self.in_batch_step and round_trip)
+        in_step = (self.in_training_step or (self.in_batch_step and round_trip)) and not self.deciding
         if on_accelerator(value) and in_step and self.first_time("sync", value, node):
             self.program.facts.host_syncs.append(HostSync(node, Operand(expr, value), how))
 

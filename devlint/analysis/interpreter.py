@@ -74,6 +74,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.frames = []
         self.interval_depth = 0          # inside `if step % N == 0:` and the like
         self.collecting = 0              # inside the arguments of `results.append(...)`
+        self.deciding = 0                # inside a test whose branch leaves the loop
         self.moves: List[tuple] = []     # (object, value after the move, weak): in-place moves, effects of a call
         self.cuda_initialised = None     # the first statement that started CUDA
         self.chosen_device = ""          # a device variable this scope placed things on
@@ -212,8 +213,15 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             env.bind(local, place.value(qualname, alias) or Value(kind=REF, cls=qualname))
 
     def exec_if(self, node: cst.If, env: Env) -> Env:
-        test = self.eval(node.test, env)
-        self.note_sync(node.test, test, node.test, "if")
+        # A test whose branch leaves the loop (early stopping, a NaN check that raises) needs the
+        # value on the host: that sync is the point of the code, not a stall.
+        deciding = 1 if self.frames and _leaves(node.body) else 0
+        self.deciding += deciding
+        try:
+            test = self.eval(node.test, env)
+            self.note_sync(node.test, test, node.test, "if")
+        finally:
+            self.deciding -= deciding
         if test.literal is not None and test.source != "availability" and not _reads_attributes(node.test):
             # `if as_tensor:` with `as_tensor=True` bound by the call: only one branch runs
             if test.literal[0]:
@@ -226,6 +234,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         split = self.is_device_choice(node.test, test)
         then_env = env.copy()
         else_env = env.copy()
+        for name in host_narrowed(node.test):  # `if isinstance(a, np.ndarray):` a is no tensor there
+            if then_env.get(name) is not None:
+                then_env.values[name] = Value(kind=HOST)
         accelerated = None
         if split:
             then_env.guarded = else_env.guarded = True
@@ -726,6 +737,30 @@ def mentions_device(expression: cst.BaseExpression) -> bool:
         if isinstance(node, cst.Attribute) and _DEVICE_FLAG.search(node.attr.value):
             return True
         if isinstance(node, cst.SimpleString) and _DEVICE_FLAG.search(node.value[:40]):
+            return True
+    return False
+
+
+def host_narrowed(test: cst.BaseExpression) -> List[str]:
+    """Names a test proves are no tensors where it holds: `isinstance(x, np.ndarray)`, alone or in
+    an `and`."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return host_narrowed(test.left) + host_narrowed(test.right)
+    if (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"
+            and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
+        kinds = test.args[1].value
+        names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+        if names and all(dotted_name(n) in api.HOST_TYPES for n in names):
+            return [test.args[0].value.value]
+    return []
+
+
+def _leaves(suite: cst.BaseSuite) -> bool:
+    """Does a branch leave the loop around it (`break`, `return`, `raise`) in its own statements?"""
+    body = suite.body
+    for statement in body:
+        smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else (statement,)
+        if any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in smalls):
             return True
     return False
 

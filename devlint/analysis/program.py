@@ -130,15 +130,18 @@ class Program:
     def run(self) -> FileFacts:
         Interpreter(self, Scope()).exec_block(self.module.body, self.module_env)
         self._note_global_devices()
+        # Constructors first, then free functions, then methods: each may call the next ones in
+        # context. A function some call interpreted in its own context has its facts from there;
+        # its generic run (symbolic parameters) is silent and only gives its summary.
+        reached = self.contexts.reached
         for info in self.class_order:
             self.ensure_class(info)
-            for method in info.methods.values():
-                self.analyse(method)
         for info in list(self.functions.values()):
             arguments, hot = self._calls_from_other_files(info)
-            # A function some call interpreted in its own context has its facts from there; its
-            # generic run (symbolic parameters) only gives its summary.
-            self.analyse(info, arguments=arguments, hot=hot, silent=id(info.node) in self.contexts.reached)
+            self.analyse(info, arguments=arguments, hot=hot, silent=id(info.node) in reached)
+        for info in self.class_order:
+            for method in info.methods.values():
+                self.analyse(method, silent=id(method.node) in reached)
         self.facts.unregistered_state = [fact for fact in self.facts.unregistered_state if self._still_unregistered(fact)]
         _drop_repeated_facts(self.facts)
         return self.facts
@@ -348,7 +351,7 @@ class Program:
         if not interp.recording or name in info.reported or name in info.buffers:
             return
         what = ""
-        if value.kind == TENSOR and not value.parameter and value.scalar is not True and value.device.known:
+        if value.kind == TENSOR and not value.parameter and value.scalar is False and value.device.known:
             what = "tensor"
         elif value.kind in (LIST, TUPLE) and any(item.kind == MODULE and item.stateful is not False for item in value.items):
             what = value.cls if value.cls in ("dict", "list") else "tuple"

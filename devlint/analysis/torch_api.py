@@ -138,7 +138,10 @@ MODEL_FACTORY_PREFIXES = ("torchvision.models.", "timm.create_model", "timm.mode
 #: Hugging Face classes: loaded with ``from_pretrained``.
 HF_ROOTS = ("transformers.", "diffusers.", "peft.", "sentence_transformers.")
 HF_TOKENIZER_WORDS = ("Tokenizer", "Processor", "FeatureExtractor")
-HF_MODEL_WORDS = ("Model", "For", "Pipeline", "Transformer")
+HF_MODEL_WORDS = ("Model", "For", "Transformer")
+#: diffusers/transformers pipelines are not modules: they place their components themselves and
+#: return images (PIL, numpy) or python objects, not tensors on the model's device
+HF_PIPELINE_WORDS = ("Pipeline",)
 
 # --- data, loading, devices -----------------------------------------------------
 
@@ -149,6 +152,18 @@ RECURRENT_NN_CLASSES = frozenset({"LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "
 #: Methods of training frameworks (accelerate, Lightning Fabric) whose results the
 #: framework places itself: loaders they return yield batches already on the device.
 FRAMEWORK_PLACING_METHODS = frozenset({"prepare", "prepare_data_loader", "prepare_model", "setup", "setup_dataloaders"})
+#: Methods of library model classes (diffusers, accelerate, transformers) that install hooks which
+#: move the module's weights at call time: after them, where the module is is the library's business.
+OFFLOAD_METHODS = frozenset({
+    "enable_model_cpu_offload", "enable_sequential_cpu_offload", "enable_group_offload",
+    "enable_layerwise_casting", "enable_xformers_memory_efficient_attention", "dispatch_model",
+    "to_empty", "enable_cpu_offload", "set_device_map", "parallelize", "deparallelize",
+})
+#: Types whose `isinstance` test says the value is no tensor (on the branch where it holds).
+HOST_TYPES = frozenset({
+    "numpy.ndarray", "np.ndarray", "ndarray", "PIL.Image.Image", "Image.Image", "list", "tuple", "dict",
+    "int", "float", "str", "bool", "numbers.Number", "np.generic", "numpy.generic",
+})
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 #: Datasets that hold the tensors they are given: their batches are wherever those tensors are.
 TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
@@ -339,6 +354,8 @@ def hugging_face_kind(qualname: str) -> Optional[str]:
     cls = qualname[: -len(".from_pretrained")].rsplit(".", 1)[-1]
     if any(word in cls for word in HF_TOKENIZER_WORDS):
         return "tokenizer"
+    if any(word in cls for word in HF_PIPELINE_WORDS):
+        return "pipeline"
     if any(word in cls for word in HF_MODEL_WORDS):
         return "model"
     return None
