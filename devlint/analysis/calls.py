@@ -20,7 +20,8 @@ from .facts import (
 )
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
-    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, SOURCE_UNREGISTERED, SYMBOLIC,
+    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
+    SYMBOLIC,
     TENSOR, TOKENIZER,
     TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, symbolic,
 )
@@ -59,7 +60,9 @@ class CallEvaluator:
 
     @property
     def factory_source(self) -> str:
-        return SOURCE_FACTORY if self.in_hot_code else SOURCE_CREATED
+        if self.in_hot_code:
+            return SOURCE_FACTORY
+        return SOURCE_STEP if self.in_stepping_code else SOURCE_CREATED
 
     def eval_call(self, node: cst.Call, env, discarded: bool) -> Value:
         func = node.func
@@ -228,7 +231,7 @@ class CallEvaluator:
                 if target is not None and target.known:
                     return target
             index = integer_value(positional[0].node.value) if positional else None
-            target = self.accelerator_literal(Device(CUDA, index), env)
+            target = self.accelerator_literal(Device(CUDA, index), env, node)
             self.note_placement(target, None, node, env, bare_cuda=True)
             return target
         for arg in positional:  # `.to(device)`, `.to(other)`, `.to(device, dtype)`, `.to(dtype)`
@@ -406,6 +409,10 @@ class CallEvaluator:
         scalar: Optional[bool] = False
         if name in api.SCALAR_FACTORIES and device_kw is None and args and args[0].value.kind in (TENSOR, BATCH):
             return replace(args[0].value, kind=TENSOR, origin=node)  # `torch.as_tensor(t)` stays where t is
+        data = args[0].value if args and args[0].keyword is None else UNKNOWN_VALUE
+        # host data of this step (not a batch the loader made: that one is reported as preprocessing)
+        host_copy = (name in api.COPYING_FACTORIES and device_kw is None and data.kind == HOST
+                     and data.source != SOURCE_LOADER and data.literal is None)
         if name in api.SCALAR_FACTORIES:
             data = args[0].node.value if args else None
             if isinstance(data, (cst.Integer, cst.Float)) or (isinstance(data, cst.UnaryOperation) and isinstance(data.expression, (cst.Integer, cst.Float))):
@@ -417,7 +424,7 @@ class CallEvaluator:
         elif name in api.LIKE_FACTORIES and args:
             scalar = args[0].value.scalar
         return Value(kind=TENSOR, device=device, origin=node, source=self.factory_source,
-                     scalar=scalar, explicit_device=device_kw is not None)
+                     scalar=scalar, explicit_device=device_kw is not None, host_copy=host_copy)
 
     def torch_load(self, node: cst.Call, args: List[Arg], env) -> Value:
         location = next((a for a in args if a.keyword == "map_location"), None)
@@ -453,9 +460,13 @@ class CallEvaluator:
             if has_ids and inner.kind == MODULE and inner.device.is_cpu and module and self.first_time("parallel", inner, node):
                 facts.parallel_on_cpu.append(ParallelOnCpu(node, module, "DistributedDataParallel"))
         first_id = _first_literal_id(ids.node.value) if has_ids else None
-        if (first_id is not None and module and inner.device.kind == CUDA and inner.device.index is not None
-                and inner.device.index != first_id and self.recording):
+        fixed = inner.device.kind in (CUDA, SELECTED) and inner.device.index is not None and inner.device.key != PER_RANK
+        if first_id is not None and module and fixed and inner.device.index != first_id and self.recording:
             facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, first_id))
+        per_rank = _first_per_rank_id(ids.node.value) if has_ids else None
+        if per_rank is not None and module and fixed and self.recording:
+            # `device_ids=[rank]` while the module sits on one constant GPU: every other rank is wrong
+            facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, None, per_rank))
         return Value(kind=MODULE, device=inner.device, origin=inner.origin or node, ident=inner.ident,
                      cls=inner.cls, stateful=True, scatters=wrapper)
 
@@ -472,6 +483,8 @@ class CallEvaluator:
         """An optimizer remembers the module whose parameters it holds, and where it was then."""
         owner = _parameters_owner(args[0].node.value) if args and args[0].keyword is None else None
         module = self.eval(owner, env) if owner is not None else UNKNOWN_VALUE
+        if (module.kind != MODULE or module.ident is None) and args and args[0].keyword is None:
+            module = _owning_module(args[0].value)  # param groups: lists and dicts of one module's parameters
         if module.kind != MODULE or module.ident is None:
             return Value(kind=OPTIMIZER, origin=node, cls=name)
         eager = name in api.EAGER_STATE_OPTIMIZERS and module.device.is_cpu
@@ -612,6 +625,8 @@ class CallEvaluator:
             return Value(source="device-aware")
         if kind == ANY and name in _MODULE_CALL_METHODS:
             return self.call_value(receiver, receiver_node, node, args, last_identifier(receiver_node), env)
+        if kind == HOST and name in api.NUMPY_SAME_DATA_METHODS:
+            return receiver  # `batch.numpy().astype(np.float64)` is still that batch's data
         return UNKNOWN_VALUE
 
     def optimizer_method(self, receiver: Value, receiver_node, name: str, node: cst.Call, env) -> Value:
@@ -669,8 +684,9 @@ class CallEvaluator:
                     "named_children", "named_modules"):
             if name.endswith(("children", "modules")):
                 element = Value(kind=MODULE, device=receiver.device, origin=receiver.origin)
-            else:
-                element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, parameter=True)
+            else:  # a parameter knows its module: it moves with it, and so does an optimizer built on it
+                element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, parameter=True,
+                                owner=receiver.ident)
             if name.startswith("named_"):
                 element = Value(kind=TUPLE, items=(Value(kind=HOST), element))
             return Value(kind=LIST, items=(element,))
@@ -800,10 +816,20 @@ class CallEvaluator:
             return Value(kind=BATCH, device=receiver.device, origin=receiver.origin, source=receiver.source)
         if name in api.REDUCTIONS or name in api.SPLITTING_METHODS:
             return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source, scalar=None)
+        if name in api.PAIRED_ARGUMENT_METHODS:
+            keyword = api.PAIRED_ARGUMENT_METHODS[name]
+            paired = next((a for a in args if a.keyword == keyword), None)
+            if paired is None and args and args[0].keyword is None:
+                paired = args[0]
+            if paired is not None:  # `out.backward(gradient=seed)`: the gradient lives where out is
+                self.check_operands(node, [(receiver_node, receiver), (paired.node.value, paired.value)],
+                                    f".{name}()", arithmetic=False)
         if name == "backward":
             self.note_step(trains=True)
             return Value(kind=HOST)
-        if name in ("zero_", "register_hook"):
+        if api.is_in_place_method(name):  # `torch.empty(n).zero_()` is that CPU tensor
+            return receiver
+        if name in api.NOT_IN_PLACE:
             return Value(kind=HOST)
         return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source,
                      scalar=receiver.scalar, parameter=False)
@@ -867,6 +893,33 @@ def _is_move(node) -> bool:
     """Did the module get its device from `.cuda()`/`.to()` (rather than being built there)?"""
     return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
             and node.func.attr.value in api.MOVE_METHODS)
+
+
+def _owning_module(value: Value, depth: int = 0) -> Value:
+    """The module all the parameters inside `value` (lists, dicts, param groups) belong to, seen as
+    a module value where those parameters are; unknown when there are several or none."""
+    owners = set()
+    devices = set()
+    stack = [(value, 0)]
+    while stack:
+        current, level = stack.pop()
+        if current.kind in (TENSOR, BATCH) and current.parameter and current.owner is not None:
+            owners.add(current.owner)
+            devices.add(current.device)
+        elif current.items and level < 4:
+            stack.extend((item, level + 1) for item in current.items)
+        elif current.kind not in (HOST, LIST, TUPLE, BATCH):
+            return UNKNOWN_VALUE
+    if len(owners) != 1 or len(devices) != 1:
+        return UNKNOWN_VALUE
+    return Value(kind=MODULE, device=devices.pop(), ident=owners.pop())
+
+
+def _first_per_rank_id(expr: cst.BaseExpression) -> Optional[str]:
+    """`device_ids=[local_rank]`: the name each process's own GPU index comes from."""
+    if isinstance(expr, (cst.List, cst.Tuple)) and len(expr.elements) == 1:
+        return dotted_name(expr.elements[0].value)
+    return None
 
 
 def _first_literal_id(expr: cst.BaseExpression) -> Optional[int]:

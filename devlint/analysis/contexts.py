@@ -110,7 +110,7 @@ class ContextRunner:
             start = seeded if name == receiver_name else {}
             for field, new in set_fields(name, start, final.values).items():
                 fields.append((value.ident, field, new))
-        return Invocation(result, moved, tuple(fields), interp.cuda_initialised)
+        return Invocation(result, moved, tuple(fields), interp.cuda_initialised, interp.stepped, interp.trained)
 
     def _apply(self, done: Invocation, caller: Interpreter, env: Env) -> None:
         for ident, field, value in done.fields:
@@ -122,6 +122,8 @@ class ContextRunner:
             env.forget_fields(touched)
         if done.cuda_initialised is not None and caller.cuda_initialised is None:
             caller.cuda_initialised = done.cuda_initialised
+        if done.steps:
+            caller.note_step(trains=done.trains)
 
     # --- values ---------------------------------------------------------------------
 

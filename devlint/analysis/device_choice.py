@@ -40,7 +40,7 @@ class DeviceChoiceTracker:
         if not self.recording:
             return
         evidence = self.program.facts.distributed
-        root = device_value.origin if device_value is not None and device_value.origin is not None else use
+        root = device.root or (device_value.origin if device_value is not None and device_value.origin is not None else use)
         if device.kind in (CUDA, UNGUARDED, SELECTED) and device.index is None and device.key != PER_RANK:
             evidence.shared_placements.append(root)
         imported = device_value is not None and device_value.source == PROJECT_SOURCE

@@ -71,7 +71,8 @@ class ParallelOnCpu:
 class DeviceIdsMismatch:
     node: cst.CSTNode       # the DataParallel/DDP construction
     module: Operand
-    first_id: int
+    first_id: Optional[int]
+    per_rank: str = ""      # device_ids=[NAME]: each rank's own GPU, against a module on one constant GPU
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import libcst as cst
 
 from . import torch_api as api
 from .facts import CREATED_THEN_MOVED, HOST_PREPROCESSING, MODEL_MOVED_IN_LOOP, HostSync, HotPathWaste, LoaderFeed, Operand
-from .lattice import HOST, SOURCE_FACTORY, SOURCE_LOADER, SYMBOLIC, TENSOR, BATCH, Value
+from .lattice import HOST, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SYMBOLIC, TENSOR, BATCH, Value
 from .names import dotted_name, last_identifier, sub_expressions
 
 #: A branch on these runs only now and then: a logging or checkpoint interval.
@@ -81,6 +81,8 @@ class HotPathTracker:
     interval_depth: int
     collecting: int  # inside the arguments of `results.append(...)`
     deciding: int    # inside a test whose branch leaves the loop
+    stepped: bool    # this function called a model (or trained one), directly or through its callees
+    trained: bool
 
     def enter_hot_function(self, trains: bool) -> None:
         """The whole body of a function called every step behaves like a loop body."""
@@ -108,6 +110,9 @@ class HotPathTracker:
         return frame
 
     def note_step(self, trains: bool) -> None:
+        # what this function does, for a loop that calls it (`agent.decide(obs)` steps the model)
+        self.stepped = True
+        self.trained = self.trained or trains
         if self.frames:
             frame = self.frames[-1]
             frame.steps = True
@@ -148,9 +153,9 @@ class HotPathTracker:
         """A tensor or batch moved to `target`: created on the host first? fed by a loader?"""
         if not (target.is_accelerator or target.kind == SYMBOLIC):
             return
-        if (receiver.source == SOURCE_FACTORY and not receiver.explicit_device and receiver.scalar is not True
-                and self.in_stepping_code
-                and last_identifier(receiver.origin) in api.GENERATING_FACTORIES
+        if (receiver.source in (SOURCE_FACTORY, SOURCE_STEP) and not receiver.explicit_device
+                and receiver.scalar is not True and self.in_stepping_code
+                and (last_identifier(receiver.origin) in api.GENERATING_FACTORIES or receiver.host_copy)
                 and self.first_time("created", receiver, node)):
             self.program.facts.waste.append(HotPathWaste(node, CREATED_THEN_MOVED, Operand(receiver_node, receiver)))
         loader = self.program.batch_loaders.get(id(receiver.origin)) if receiver.origin is not None else None

@@ -75,6 +75,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.interval_depth = 0          # inside `if step % N == 0:` and the like
         self.collecting = 0              # inside the arguments of `results.append(...)`
         self.deciding = 0                # inside a test whose branch leaves the loop
+        self.stepped = self.trained = False  # a model was called / trained here (an effect for callers)
         self.moves: List[tuple] = []     # (object, value after the move, weak): in-place moves, effects of a call
         self.cuda_initialised = None     # the first statement that started CUDA
         self.chosen_device = ""          # a device variable this scope placed things on
@@ -529,12 +530,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         device = api.parse_device_string(text) if text is not None else None
         if device is None:
             return Value(kind=HOST, cls="str", literal=(text,) if text is not None and len(text) <= _LITERAL_TEXT else None)
-        return Value(kind=DEVICE, device=self.accelerator_literal(device, env), origin=node, cls="str")
+        return Value(kind=DEVICE, device=self.accelerator_literal(device, env, node), origin=node, cls="str")
 
-    def accelerator_literal(self, device, env: Env):
+    def accelerator_literal(self, device, env: Env, root: Optional[cst.CSTNode] = None):
         """A literal accelerator: unguarded unless availability was checked on this path."""
         if device.kind == api.CUDA and not env.guarded:
-            return replace(device, kind="unguarded")
+            return replace(device, kind="unguarded", root=root)
         return device
 
     def eval_Integer(self, node, env):
@@ -575,7 +576,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 self.eval(element.value, env)
         if not values:
             return Value(kind=LIST, cls="dict", origin=node)
-        return replace(container_of(values, "dict"), origin=node)
+        # options beside the tensors (`{"params": ps, "lr": 0.1}`, `{"ids": t, "n": 3}`) say nothing
+        # about where the tensors are
+        placed = [v for v in values if v.kind != HOST] or values
+        return replace(container_of(placed, "dict"), origin=node)
 
     def eval_comprehension(self, node, env: Env, element_nodes) -> List[Value]:
         """A comprehension is a loop: its element runs once per item, so a step function called there

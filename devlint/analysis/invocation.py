@@ -38,6 +38,9 @@ class Invocation:
     fields: Tuple[Tuple[int, str, Value], ...] = ()
     #: the statement that started CUDA inside the callee, if it did
     cuda_initialised: Optional[cst.CSTNode] = None
+    #: the callee called a model / trained one: a loop calling it steps one
+    steps: bool = False
+    trains: bool = False
 
 
 @dataclass

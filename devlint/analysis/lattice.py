@@ -36,6 +36,9 @@ class Device:
     kind: str
     index: Optional[int] = None
     key: str = ""  # for symbolic devices: the expression or owner they stand for
+    #: where an accelerator with no fallback was asked for (the string, `.cuda()`): the one root every
+    #: value placed there shares, however far it flows. Not part of the device's identity.
+    root: Optional[cst.CSTNode] = field(default=None, compare=False, hash=False)
 
     @property
     def known(self) -> bool:
@@ -53,7 +56,7 @@ class Device:
         if self.kind in (CUDA, MPS, XPU):
             return self.kind if self.index is None else f"{self.kind}:{self.index}"
         if self.kind == SELECTED:
-            return "the selected accelerator"
+            return "the selected accelerator" if self.index is None else f"the selected accelerator (cuda:{self.index})"
         if self.kind == UNGUARDED:
             name = "cuda" if self.index is None else f"cuda:{self.index}"
             return f"{name} (no CPU fallback)"
@@ -82,7 +85,9 @@ def join_devices(a: Device, b: Device, availability_split: bool = False) -> Devi
     if not a.known or not b.known:
         return UNKNOWN
     if availability_split and {a.is_cpu, b.is_cpu} == {True, False} and (a.is_accelerator or b.is_accelerator):
-        return Device(SELECTED)
+        accelerator = b if a.is_cpu else a
+        # `"cuda:1" if ... else "cpu"` is GPU 1 where there is one
+        return Device(SELECTED, index=accelerator.index, key=accelerator.key)
     if a.is_accelerator and b.is_accelerator:
         if a.kind == b.kind:
             return Device(a.kind)  # same accelerator, indices differ
@@ -144,6 +149,7 @@ DATASET = "dataset"      # a TensorDataset: its device is that of the tensors it
 # Where a tensor came from; rules use it to pick the code and the words.
 SOURCE_FACTORY = "factory"          # made without device= in `forward` or a loop
 SOURCE_CREATED = "created"          # made elsewhere
+SOURCE_STEP = "step"                # made in a helper called every step (from a loop or a forward)
 SOURCE_LOADER = "loader"
 SOURCE_TOKENIZER = "tokenizer"
 SOURCE_LOAD = "torch.load"
@@ -174,6 +180,8 @@ class Value:
     #: the two sides of an availability split that behave differently (a model wrapped in
     #: DataParallel on the GPU path only): each is checked as it is
     alternatives: Tuple["Value", ...] = ()
+    host_copy: bool = False                # a CPU tensor copied here from host data (numpy)
+    owner: Optional[int] = None            # parameters: the module (allocation site) they belong to
 
     def with_device(self, device: Device, origin: Optional[cst.CSTNode] = None, **changes) -> "Value":
         changes.setdefault("alternatives", ())
@@ -195,6 +203,11 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     """`accelerated` says which side (0: `a`, 1: `b`) is the accelerator's path of the split."""
     if a == b:
         return a
+    # `self.running = None`, set to a tensor later: where it is used, it is that tensor (None would
+    # fail whatever the device)
+    for empty, other in ((a, b), (b, a)):
+        if empty.kind == HOST and empty.literal == (None,) and other.kind in (TENSOR, BATCH, MODULE):
+            return other
     if a.kind != b.kind:
         # An empty list on one path and the list filled in a loop on the other: the filled one.
         for empty, filled in ((a, b), (b, a)):
@@ -226,6 +239,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         state_at=a.state_at or b.state_at,  # state loaded on some path is there on that path
         literal=a.literal if a.literal == b.literal else None,
         aliases=_joined_aliases(a, b),
+        owner=a.owner if a.owner == b.owner else None,
         alternatives=alternatives,
     )
 
@@ -266,5 +280,6 @@ def container_of(items: List[Value], flavour: str) -> Value:
     """A list/dict/generator whose elements are `items`, seen as one element."""
     element = join_all(items)
     if element.kind in (TENSOR, BATCH):
-        return Value(kind=BATCH, device=element.device, origin=element.origin, source=element.source)
+        return Value(kind=BATCH, device=element.device, origin=element.origin, source=element.source,
+                     parameter=element.parameter, owner=element.owner)
     return Value(kind=LIST, items=(element,), cls=flavour)

@@ -37,6 +37,27 @@ NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_
 #: Factories that generate their values (rather than copy host data): made on the CPU and then
 #: moved, they cost an allocation and a copy that `device=` avoids entirely (DEV402).
 GENERATING_FACTORIES = FACTORIES - frozenset({"tensor", "as_tensor", "asarray", "scalar_tensor"})
+#: Factories that copy host data into a new CPU tensor: followed by `.to(device)` each step, that
+#: is two copies where `torch.as_tensor(data, device=device)` makes one.
+COPYING_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "from_numpy"})
+#: Methods whose keyword (or first positional) argument must be on the receiver's device.
+PAIRED_ARGUMENT_METHODS = {"backward": "gradient"}
+#: In-place tensor methods that are no operations between two tensors: they return the receiver.
+NOT_IN_PLACE = frozenset({"register_hook", "share_memory_"})
+
+
+def is_in_place_method(name: str) -> bool:
+    """`zero_`, `fill_`, `normal_`, `clamp_`...: the result is the receiver itself."""
+    return name.endswith("_") and not name.startswith("_") and name not in NOT_IN_PLACE
+
+
+#: Factories that take no `device=` (they share the host memory they are given).
+FACTORIES_WITHOUT_DEVICE = frozenset({"from_numpy", "frombuffer", "from_dlpack"})
+#: numpy array methods whose result is the same data, reshaped or converted: it keeps the origin.
+NUMPY_SAME_DATA_METHODS = frozenset({
+    "astype", "reshape", "transpose", "copy", "squeeze", "swapaxes", "flatten", "ravel", "clip",
+    "view", "round", "__array__",
+})
 #: Factories that draw random numbers: made on the device they draw from its own generator, so the
 #: values differ from those drawn on the CPU (a fix that moves their creation is unsafe).
 RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm"})

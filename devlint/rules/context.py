@@ -13,7 +13,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from ..analysis.facts import Operand
 from ..fixes.builder import EditBuilder
 from ..analysis.lattice import (
-    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, Value,
+    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_STEP, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, Value,
 )
 
 _SOURCE_WORDS = {
@@ -22,6 +22,7 @@ _SOURCE_WORDS = {
     SOURCE_LOAD: "torch.load, line {}",
     SOURCE_FACTORY: "created on line {}",
     SOURCE_CREATED: "created on line {}",
+    SOURCE_STEP: "created on line {}",
 }
 _MAX_TEXT = 40
 

@@ -126,7 +126,13 @@ class Encoder(nn.Module):
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for fact in facts.waste:
-            if fact.kind == CREATED_THEN_MOVED:
+            if fact.kind == CREATED_THEN_MOVED and fact.subject.value.host_copy:
+                yield Finding(fact.node, (
+                    f"{context.operand(fact.subject)} copies host data into a CPU tensor (line "
+                    f"{context.line_of(fact.subject.value.origin)}) and then to the device on every step; "
+                    "copy it once with `torch.as_tensor(data, device=...)`"),
+                    partial(_create_on_device_fix, fact, context))
+            elif fact.kind == CREATED_THEN_MOVED:
                 yield Finding(fact.node, (
                     f"{context.operand(fact.subject)} is created on the CPU (line {context.line_of(fact.subject.value.origin)}) "
                     "and copied to the device on every step; pass device= to the factory"),
@@ -141,6 +147,7 @@ def _create_on_device_fix(fact: HotPathWaste, context: RuleContext) -> Optional[
     numbers on the device, so their fix is unsafe."""
     factory, move = fact.subject.value.origin, fact.node
     if (fact.subject.node is not factory or not isinstance(factory, cst.Call) or not isinstance(move, cst.Call)
+            or last_identifier(factory) in api.FACTORIES_WITHOUT_DEVICE
             or not isinstance(move.func, cst.Attribute) or move.func.attr.value != "to"
             or any(not takes_keyword(factory, keyword) for keyword in _FACTORY_KEYWORDS_IN_THE_WAY)):
         return None

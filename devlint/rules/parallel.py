@@ -92,6 +92,13 @@ if torch.cuda.is_available():
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for fact in facts.device_ids_mismatches:
+            if fact.per_rank:
+                # reported where the module was placed: that is the line to change
+                yield Finding(fact.module.value.origin or fact.node, (
+                    f"{context.operand(fact.module)} is on {context.where(fact.module.value)} in every process but "
+                    f"device_ids is [{fact.per_rank}], each rank's own GPU; place the module on "
+                    f"torch.device(\"cuda\", {fact.per_rank})"))
+                continue
             yield Finding(fact.node, (
                 f"{context.operand(fact.module)} is on {context.where(fact.module.value)} but device_ids[0] is "
                 f"{fact.first_id}; the module must sit on device_ids[0]"))
