@@ -159,6 +159,8 @@ class LoaderFeed:
     pinned: Optional[bool]  # pin_memory: True/False, None when not literal
     workers: Optional[bool]  # num_workers > 0: True/False, None when not literal
     non_blocking: bool
+    training: bool = False  # the move sits in a training loop (backward / optimizer.step)
+    explicit_no_workers: bool = False  # `num_workers=0` is written out: a choice, not a default
 
 
 @dataclass

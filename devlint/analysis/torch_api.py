@@ -152,6 +152,8 @@ FRAMEWORK_PLACING_METHODS = frozenset({"prepare", "prepare_data_loader", "prepar
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 #: Datasets that hold the tensors they are given: their batches are wherever those tensors are.
 TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+#: The DataLoader keyword that asks for worker processes.
+LOADER_WORKER_KEYWORDS = frozenset({"num_workers"})
 TORCH_LOAD = frozenset({"torch.load"})
 OPTIMIZER_PREFIX = "torch.optim."
 #: Classes under torch.optim that are not optimizers (their `step()` is no training step).
