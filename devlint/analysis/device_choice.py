@@ -41,7 +41,8 @@ class DeviceChoiceTracker:
             return
         evidence = self.program.facts.distributed
         root = device_value.origin if device_value is not None and device_value.origin is not None else use
-        if device.kind in (CUDA, UNGUARDED, SELECTED) and device.index is None and device.key != PER_RANK:
+        if (device.kind in (CUDA, UNGUARDED, SELECTED) and device.index is None and device.key != PER_RANK
+                and not _per_rank(use, root)):
             evidence.shared_placements.append(root)
         imported = device_value is not None and device_value.source == PROJECT_SOURCE
         if (device.kind == UNGUARDED and not env.guarded and not imported  # an imported root is reported at home
@@ -244,3 +245,22 @@ def _nccl_backend(call: cst.CSTNode) -> bool:
         return False
     backend = _argument(call, 0, "backend")
     return backend is not None and (string_value(backend) or "").startswith("nccl")
+
+
+def _per_rank(use: cst.CSTNode, root: cst.CSTNode) -> bool:
+    """A device computed from the process's rank (`.to(local_rank)`,
+    `torch.device("cuda:" + str(rank % n))`): every process picks its own GPU."""
+    expressions: List[cst.BaseExpression] = []
+    if isinstance(root, cst.Call) and root is not use:
+        expressions += [arg.value for arg in root.args]
+    if isinstance(use, cst.Call):
+        moves = isinstance(use.func, cst.Attribute) and use.func.attr.value in api.MOVE_METHODS
+        expressions += [arg.value for arg in use.args
+                        if (arg.keyword is None and moves) or (arg.keyword is not None and arg.keyword.value == "device")]
+    for expression in expressions:
+        for node in sub_expressions(expression):
+            text = node.value if isinstance(node, (cst.Name, cst.SimpleString)) else (
+                node.attr.value if isinstance(node, cst.Attribute) else "")
+            if text and api.is_rank_name(text):
+                return True
+    return False

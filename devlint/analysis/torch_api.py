@@ -384,6 +384,8 @@ CUDA_BY_NATURE_OBJECTS = frozenset("torch.cuda." + name for name in ("Event", "S
 #: Attributes that exist only once a model was offloaded or dispatched across accelerators
 #: (accelerate's `enable_model_cpu_offload`, `device_map=`): a test on them is an implicit guard.
 _IMPLICIT_ACCELERATOR_STATE = re.compile(r"offload|hf_device_map|_hf_hook", re.IGNORECASE)
+#: Names of a process's rank: a device computed from one picks a GPU per process.
+_RANK_NAME = re.compile(r"(^|_)(local_|global_|node_)?rank$", re.IGNORECASE)
 #: Decorators and test markers that run a function only where an accelerator exists.
 _ACCELERATOR_ONLY = re.compile(r"cuda|gpu|accelerat|nccl|multi_?device|distributed", re.IGNORECASE)
 
@@ -400,6 +402,11 @@ def is_cuda_only_library(qualname: str) -> bool:
 def names_accelerator_state(text: str) -> bool:
     """`final_offload_hook`, `hf_device_map`: state that only accelerator offloading creates."""
     return bool(_IMPLICIT_ACCELERATOR_STATE.search(text))
+
+
+def is_rank_name(text: str) -> bool:
+    """`local_rank`, `rank`, `args.local_rank`, `"LOCAL_RANK"`."""
+    return bool(_RANK_NAME.search(text.strip("'\"")))
 
 
 def loader_option(keyword_value: Optional[object]) -> Optional[bool]:
