@@ -15,7 +15,7 @@ import libcst as cst
 from . import torch_api as api
 from .facts import UnguardedAccelerator, VisibleDevicesTooLate
 from .lattice import ANY, CUDA, DEVICE, REF, SELECTED, SYMBOLIC, UNGUARDED, Device, Value
-from .names import dotted_name, string_value, sub_expressions
+from .names import dotted_name, last_identifier, string_value, sub_expressions
 from .project import PROJECT_SOURCE
 
 #: The key of a CUDA device whose index is computed (`f"cuda:{local_rank}"`): each process picks its own.
@@ -33,6 +33,7 @@ class DeviceChoiceTracker:
         """Something is placed on `device`; `device_value` is the value that named it, if any."""
         if device.kind == SYMBOLIC or device.kind == SELECTED:
             self.chosen_device = self.chosen_device or (device.key or "device")
+        self.note_batch_encoding_move(use, env)
         if not device.is_accelerator:
             return
         if self.cuda_initialised is None and device.kind in (CUDA, UNGUARDED, SELECTED):
@@ -137,6 +138,23 @@ class DeviceChoiceTracker:
             requirements.checkpoints_written.add(key)
         elif key in requirements.checkpoints_written:
             requirements.own_checkpoints.add(id(node))
+
+    # --- BatchEncoding ----------------------------------------------------------------
+
+    def note_batch_encoding_move(self, use: cst.CSTNode, env) -> None:
+        """`inputs.to(device)` where `inputs = tokenizer(..., return_tensors="pt")` two lines up: a
+        BatchEncoding, moved in place, even when the tokenizer is a value the analysis cannot see."""
+        if not (self.recording and isinstance(use, cst.Call) and isinstance(use.func, cst.Attribute)
+                and use.func.attr.value == "to" and isinstance(use.func.value, cst.Name)):
+            return
+        name = use.func.value.value
+        value = env.values.get(name)
+        if value is None or value.kind != ANY or not api.is_tensor_name(name):
+            return  # only an unknown value named like a tensor is taken for one (DEV104)
+        binding = _last_binding(self.program.module, use, name)
+        if isinstance(binding, cst.Call) and api.returns_batch_encoding(
+                last_identifier(binding.func), [arg.keyword.value for arg in binding.args if arg.keyword is not None]):
+            self.program.facts.requirements.in_place_moves.add(id(use))
 
     def note_environment_write(self, key_node: Optional[cst.BaseExpression], node: cst.CSTNode) -> None:
         """`os.environ["CUDA_VISIBLE_DEVICES"] = ...` after CUDA has started reads nothing."""
@@ -264,3 +282,47 @@ def _per_rank(use: cst.CSTNode, root: cst.CSTNode) -> bool:
             if text and api.is_rank_name(text):
                 return True
     return False
+
+
+def _binds(statement: cst.CSTNode, name: str) -> bool:
+    """Does a statement assign `name` anywhere (conservatively, as any target)?"""
+    stack = [statement]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.NamedExpr)):
+            target = getattr(current, "target", None) or getattr(current, "asname", None)
+            if target is not None and any(isinstance(n, cst.Name) and n.value == name for n in _target_names(target)):
+                return True
+        stack.extend(current.children)
+    return False
+
+
+def _target_names(target: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [target]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, (cst.Tuple, cst.List, cst.AsName, cst.Element, cst.StarredElement)):
+            stack.extend(current.children)
+
+
+def _last_binding(module: cst.Module, node: cst.CSTNode, name: str) -> Optional[cst.BaseExpression]:
+    """The value of the plain `name = value` that last binds `name` before the statement holding
+    `node`, in the same block or the blocks around it; None when it is not that simple."""
+    for child, parent in _ancestors(module, node):
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        body = parent.body if isinstance(parent, (cst.IndentedBlock, cst.Module)) else None
+        position = next((i for i, s in enumerate(body) if s is child), None) if isinstance(body, (list, tuple)) else None
+        if position is None:
+            continue
+        for statement in reversed(body[:position]):
+            if not _binds(statement, name):
+                continue
+            if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+                small = statement.body[0]
+                if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                        and isinstance(small.targets[0].target, cst.Name)):
+                    return small.value
+            return None
+    return None

@@ -114,6 +114,7 @@ class Requirements:
     cuda_by_nature: Optional[cst.CSTNode] = None  # a call into a CUDA-only library: the program needs CUDA
     cuda_only_code: Set[int] = field(default_factory=set)  # CUDA-only calls in code that runs only with CUDA
     own_checkpoints: Set[int] = field(default_factory=set)  # torch.load of a file this scope wrote before
+    in_place_moves: Set[int] = field(default_factory=set)  # `.to()` of a BatchEncoding: it moves in place
     checkpoints_written: Set[tuple] = field(default_factory=set)  # (class, function, path text) of torch.save
     nccl_functions: Set[str] = field(default_factory=set)  # top-level functions that start an NCCL process group
 

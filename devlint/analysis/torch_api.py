@@ -156,6 +156,12 @@ TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data
 LOADER_WORKER_KEYWORDS = frozenset({"num_workers"})
 TORCH_LOAD = frozenset({"torch.load"})
 TORCH_SAVE = frozenset({"torch.save"})
+#: Keywords of a call that returns a Hugging Face `BatchEncoding` (tokenizers, processors, feature
+#: extractors asked for tensors): its `.to()` moves its tensors in place and returns itself.
+BATCH_ENCODING_KEYWORDS = frozenset({"return_tensors"})
+#: Callees named like a tokenizer or processor: what they return is a `BatchEncoding` too.
+_BATCH_ENCODING_CALLEE = re.compile(r"(^|_)(tokenizer|tokeniser|processor|feature_extractor|image_processor)$",
+                                    re.IGNORECASE)
 OPTIMIZER_PREFIX = "torch.optim."
 #: Classes under torch.optim that are not optimizers (their `step()` is no training step).
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
@@ -407,6 +413,11 @@ def names_accelerator_state(text: str) -> bool:
 def is_rank_name(text: str) -> bool:
     """`local_rank`, `rank`, `args.local_rank`, `"LOCAL_RANK"`."""
     return bool(_RANK_NAME.search(text.strip("'\"")))
+
+
+def returns_batch_encoding(callee: str, keywords) -> bool:
+    """A call whose result is a `BatchEncoding` (moved in place by `.to()`)."""
+    return bool(BATCH_ENCODING_KEYWORDS & set(keywords)) or bool(_BATCH_ENCODING_CALLEE.search(callee))
 
 
 def loader_option(keyword_value: Optional[object]) -> Optional[bool]:
