@@ -232,7 +232,10 @@ def _skipped_without_accelerator(definition) -> bool:
 
 
 def _tests_accelerator_state(test: cst.BaseExpression) -> bool:
-    """`hasattr(self, "final_offload_hook")`, `if self.hf_device_map:`."""
+    """`hasattr(self, "final_offload_hook")`, `if self.hf_device_map:` (not negated: the body of
+    `if not hasattr(...)` is the path without offloading)."""
+    if any(isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not) for node in sub_expressions(test)):
+        return False
     for word in _words(test):
         if api.names_accelerator_state(word):
             return True
