@@ -8,14 +8,14 @@ root of an accelerator asked for with no fallback, placements on plain
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
 from . import torch_api as api
 from .facts import UnguardedAccelerator, VisibleDevicesTooLate
-from .lattice import ANY, CUDA, DEVICE, SELECTED, SYMBOLIC, UNGUARDED, Device, Value
-from .names import dotted_name, string_value
+from .lattice import ANY, CUDA, DEVICE, REF, SELECTED, SYMBOLIC, UNGUARDED, Device, Value
+from .names import dotted_name, last_identifier, string_value, sub_expressions
 from .project import PROJECT_SOURCE
 
 #: The key of a CUDA device whose index is computed (`f"cuda:{local_rank}"`): each process picks its own.
@@ -33,6 +33,7 @@ class DeviceChoiceTracker:
         """Something is placed on `device`; `device_value` is the value that named it, if any."""
         if device.kind == SYMBOLIC or device.kind == SELECTED:
             self.chosen_device = self.chosen_device or (device.key or "device")
+        self.note_batch_encoding_move(use, env)
         if not device.is_accelerator:
             return
         if self.cuda_initialised is None and device.kind in (CUDA, UNGUARDED, SELECTED):
@@ -41,10 +42,12 @@ class DeviceChoiceTracker:
             return
         evidence = self.program.facts.distributed
         root = device.root or (device_value.origin if device_value is not None and device_value.origin is not None else use)
-        if device.kind in (CUDA, UNGUARDED, SELECTED) and device.index is None and device.key != PER_RANK:
+        if (device.kind in (CUDA, UNGUARDED, SELECTED) and device.index is None and device.key != PER_RANK
+                and not _per_rank(use, root)):
             evidence.shared_placements.append(root)
         imported = device_value is not None and device_value.source == PROJECT_SOURCE
-        if device.kind == UNGUARDED and not env.guarded and not imported:  # an imported root is reported at home
+        if (device.kind == UNGUARDED and not env.guarded and not imported  # an imported root is reported at home
+                and not self.runs_only_with_cuda(use)):
             chosen = self.chosen_device_in_scope(env) if bare_cuda else ""
             self.program.facts.unguarded.append(UnguardedAccelerator(root, use, chosen, bare_cuda))
 
@@ -62,8 +65,96 @@ class DeviceChoiceTracker:
         return ""
 
     def note_cuda_call(self, qualname: str, node: cst.CSTNode) -> None:
+        """Every call of a library or project API passes here, before its semantics apply."""
         if self.cuda_initialised is None and qualname.startswith(api.CUDA_NAMESPACE) and qualname not in api.CUDA_LAZY_SAFE:
             self.cuda_initialised = node
+        requirements = self.program.facts.requirements
+        if api.is_cuda_only_library(qualname):
+            requirements.cuda_by_nature = requirements.cuda_by_nature or node
+        elif qualname in api.CUDA_ONLY_APIS:
+            if self.recording and self.runs_only_with_cuda(node):
+                requirements.cuda_only_code.add(id(node))
+        elif qualname in api.TORCH_SAVE or qualname in api.TORCH_LOAD:
+            self.note_checkpoint(qualname in api.TORCH_SAVE, node)
+        elif qualname in api.PROCESS_GROUP_INIT:
+            if _nccl_backend(node) and self.scope.owner is None and self.scope.method:
+                requirements.nccl_functions.add(self.scope.method)
+        elif self.program.place.starts_nccl(qualname):
+            # A project helper that starts an NCCL process group: as if it were started here.
+            evidence = self.program.facts.distributed
+            evidence.setup = evidence.setup or node
+            evidence.requires_accelerator = True
+
+    # --- code that needs CUDA anyway ------------------------------------------------
+
+    def runs_only_with_cuda(self, node: cst.CSTNode) -> bool:
+        """Does the code around `node` run only where CUDA exists, whatever this file does?
+
+        Inside the body of a test on accelerator-only state (`if hasattr(self, "final_offload_hook")`),
+        in a function or class whose decorators skip it without a GPU (`@RunIf(min_cuda_gpus=1)`),
+        and in a helper that builds CUDA events or streams and is not called in its own file (a
+        timing utility: its callers choose to use it).
+        """
+        for child, parent in _ancestors(self.program.module, node):
+            if isinstance(parent, cst.If) and child is parent.body and _tests_accelerator_state(parent.test):
+                return True
+            if isinstance(parent, (cst.FunctionDef, cst.ClassDef)) and _skipped_without_accelerator(parent):
+                return True
+            if isinstance(parent, cst.FunctionDef) and self._cuda_helper(parent, node):
+                return True
+        return False
+
+    def _cuda_helper(self, function: cst.FunctionDef, node: cst.CSTNode) -> bool:
+        name = function.name.value
+        if name.startswith("test"):
+            return False  # a test is an entry point: it runs wherever the suite runs
+        owner = _owner_class(self.program.module, function)
+        uses = self.program.uses_of(owner.name.value if owner is not None else name)
+        return uses <= 1 and any(self.resolve(call) in api.CUDA_BY_NATURE_OBJECTS for call in _calls_in(function))
+
+    def resolve(self, call: cst.Call) -> str:
+        """The qualified name of a call's function through the file's imports (`torch.cuda.Event`)."""
+        name = dotted_name(call.func) or ""
+        head, _, rest = name.partition(".")
+        bound = self.program.module_env.values.get(head)
+        if bound is None or bound.kind != REF:
+            return name
+        return f"{bound.cls}.{rest}" if rest else bound.cls
+
+    # --- checkpoints ------------------------------------------------------------------
+
+    def note_checkpoint(self, saving: bool, node: cst.CSTNode) -> None:
+        """A checkpoint that this scope wrote earlier in the same run is read back on the machine
+        that wrote it, from data it had there: loading it needs no `map_location`."""
+        if not self.recording or not isinstance(node, cst.Call):
+            return
+        path = _argument(node, 1 if saving else 0, "f")
+        if path is None:
+            return
+        requirements = self.program.facts.requirements
+        key = (self.scope.owner.name if self.scope.owner is not None else "", self.scope.method,
+               " ".join(self.program.module.code_for_node(path).split()))
+        if saving:
+            requirements.checkpoints_written.add(key)
+        elif key in requirements.checkpoints_written:
+            requirements.own_checkpoints.add(id(node))
+
+    # --- BatchEncoding ----------------------------------------------------------------
+
+    def note_batch_encoding_move(self, use: cst.CSTNode, env) -> None:
+        """`inputs.to(device)` where `inputs = tokenizer(..., return_tensors="pt")` two lines up: a
+        BatchEncoding, moved in place, even when the tokenizer is a value the analysis cannot see."""
+        if not (self.recording and isinstance(use, cst.Call) and isinstance(use.func, cst.Attribute)
+                and use.func.attr.value == "to" and isinstance(use.func.value, cst.Name)):
+            return
+        name = use.func.value.value
+        value = env.values.get(name)
+        if value is None or value.kind != ANY or not api.is_tensor_name(name):
+            return  # only an unknown value named like a tensor is taken for one (DEV104)
+        binding = _last_binding(self.program.module, use, name)
+        if isinstance(binding, cst.Call) and api.returns_batch_encoding(
+                last_identifier(binding.func), [arg.keyword.value for arg in binding.args if arg.keyword is not None]):
+            self.program.facts.requirements.in_place_moves.add(id(use))
 
     def note_environment_write(self, key_node: Optional[cst.BaseExpression], node: cst.CSTNode) -> None:
         """`os.environ["CUDA_VISIBLE_DEVICES"] = ...` after CUDA has started reads nothing."""
@@ -79,3 +170,162 @@ def environment_key(target: cst.Subscript) -> Optional[cst.BaseExpression]:
         return None
     index = target.slice[0].slice
     return index.value if isinstance(index, cst.Index) else None
+
+
+# --- the syntax around a node -------------------------------------------------------------
+
+#: Parent links of the last module asked about (files are analysed one at a time); built only
+#: when a question needs them, so files without such a question never pay for the walk.
+_PARENTS: List[object] = [None, {}]
+
+
+def _parents(module: cst.Module) -> Dict[int, cst.CSTNode]:
+    if _PARENTS[0] is not module:
+        parents: Dict[int, cst.CSTNode] = {}
+        stack: List[cst.CSTNode] = [module]
+        while stack:
+            current = stack.pop()
+            for child in current.children:
+                parents[id(child)] = current
+                stack.append(child)
+        _PARENTS[0], _PARENTS[1] = module, parents
+    return _PARENTS[1]
+
+
+def _ancestors(module: cst.Module, node: cst.CSTNode) -> Iterator[Tuple[cst.CSTNode, cst.CSTNode]]:
+    """(child, parent) pairs from `node` up to the module."""
+    parents = _parents(module)
+    child = node
+    parent = parents.get(id(child))
+    while parent is not None:
+        yield child, parent
+        child, parent = parent, parents.get(id(parent))
+
+
+def _owner_class(module: cst.Module, function: cst.FunctionDef) -> Optional[cst.ClassDef]:
+    """The class a method is defined in (directly), or None."""
+    for _, parent in _ancestors(module, function):
+        if isinstance(parent, cst.ClassDef):
+            return parent
+        if isinstance(parent, cst.FunctionDef):
+            return None
+    return None
+
+
+def _words(expression: cst.BaseExpression) -> Iterator[str]:
+    """Identifiers, attribute names, strings and keyword names of an expression."""
+    for node in sub_expressions(expression):
+        if isinstance(node, cst.Name):
+            yield node.value
+        elif isinstance(node, cst.Attribute):
+            yield node.attr.value
+        elif isinstance(node, cst.SimpleString):
+            yield node.value
+        elif isinstance(node, cst.Call):
+            yield from (arg.keyword.value for arg in node.args if arg.keyword is not None)
+
+
+def _skipped_without_accelerator(definition) -> bool:
+    """`@RunIf(min_cuda_gpus=1)`, `@pytest.mark.skipif(not torch.cuda.is_available(), ...)`."""
+    return any(api.is_accelerator_only_marker(word) for decorator in definition.decorators
+               for word in _words(decorator.decorator))
+
+
+def _tests_accelerator_state(test: cst.BaseExpression) -> bool:
+    """`hasattr(self, "final_offload_hook")`, `if self.hf_device_map:` (not negated: the body of
+    `if not hasattr(...)` is the path without offloading)."""
+    if any(isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not) for node in sub_expressions(test)):
+        return False
+    for word in _words(test):
+        if api.names_accelerator_state(word):
+            return True
+    return False
+
+
+def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            yield current
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and current is not node:
+            continue  # their own scopes
+        stack.extend(current.children)
+
+
+def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[position].value if len(positional) > position else None
+
+
+def _nccl_backend(call: cst.CSTNode) -> bool:
+    if not isinstance(call, cst.Call):
+        return False
+    backend = _argument(call, 0, "backend")
+    return backend is not None and (string_value(backend) or "").startswith("nccl")
+
+
+def _per_rank(use: cst.CSTNode, root: cst.CSTNode) -> bool:
+    """A device computed from the process's rank (`.to(local_rank)`,
+    `torch.device("cuda:" + str(rank % n))`): every process picks its own GPU."""
+    expressions: List[cst.BaseExpression] = []
+    if isinstance(root, cst.Call) and root is not use:
+        expressions += [arg.value for arg in root.args]
+    if isinstance(use, cst.Call):
+        moves = isinstance(use.func, cst.Attribute) and use.func.attr.value in api.MOVE_METHODS
+        expressions += [arg.value for arg in use.args
+                        if (arg.keyword is None and moves) or (arg.keyword is not None and arg.keyword.value == "device")]
+    for expression in expressions:
+        for node in sub_expressions(expression):
+            text = node.value if isinstance(node, (cst.Name, cst.SimpleString)) else (
+                node.attr.value if isinstance(node, cst.Attribute) else "")
+            if text and api.is_rank_name(text):
+                return True
+    return False
+
+
+def _binds(statement: cst.CSTNode, name: str) -> bool:
+    """Does a statement assign `name` anywhere (conservatively, as any target)?"""
+    stack = [statement]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.NamedExpr)):
+            target = getattr(current, "target", None) or getattr(current, "asname", None)
+            if target is not None and any(isinstance(n, cst.Name) and n.value == name for n in _target_names(target)):
+                return True
+        stack.extend(current.children)
+    return False
+
+
+def _target_names(target: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [target]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, (cst.Tuple, cst.List, cst.AsName, cst.Element, cst.StarredElement)):
+            stack.extend(current.children)
+
+
+def _last_binding(module: cst.Module, node: cst.CSTNode, name: str) -> Optional[cst.BaseExpression]:
+    """The value of the plain `name = value` that last binds `name` before the statement holding
+    `node`, in the same block or the blocks around it; None when it is not that simple."""
+    for child, parent in _ancestors(module, node):
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        body = parent.body if isinstance(parent, (cst.IndentedBlock, cst.Module)) else None
+        position = next((i for i, s in enumerate(body) if s is child), None) if isinstance(body, (list, tuple)) else None
+        if position is None:
+            continue
+        for statement in reversed(body[:position]):
+            if not _binds(statement, name):
+                continue
+            if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+                small = statement.body[0]
+                if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                        and isinstance(small.targets[0].target, cst.Name)):
+                    return small.value
+            return None
+    return None

@@ -8,7 +8,7 @@ they never look at the tree themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Set
 
 import libcst as cst
 
@@ -106,6 +106,20 @@ class DistributedEvidence:
 
 # --- portability (DEV3xx) -------------------------------------------------------
 
+@dataclass
+class Requirements:
+    """What the program needs anyway, so a finding asking for it would be wrong.
+
+    Sets hold the identities (`id`) of the calls concerned, recorded when the analysis meets them.
+    """
+    cuda_by_nature: Optional[cst.CSTNode] = None  # a call into a CUDA-only library: the program needs CUDA
+    cuda_only_code: Set[int] = field(default_factory=set)  # CUDA-only calls in code that runs only with CUDA
+    own_checkpoints: Set[int] = field(default_factory=set)  # torch.load of a file this scope wrote before
+    in_place_moves: Set[int] = field(default_factory=set)  # `.to()` of a BatchEncoding: it moves in place
+    checkpoints_written: Set[tuple] = field(default_factory=set)  # (class, function, path text) of torch.save
+    nccl_functions: Set[str] = field(default_factory=set)  # top-level functions that start an NCCL process group
+
+
 @dataclass(frozen=True)
 class UnguardedAccelerator:
     root: cst.CSTNode       # where the accelerator was asked for: the string, torch.device(...), `.cuda()`
@@ -160,6 +174,8 @@ class LoaderFeed:
     pinned: Optional[bool]  # pin_memory: True/False, None when not literal
     workers: Optional[bool]  # num_workers > 0: True/False, None when not literal
     non_blocking: bool
+    training: bool = False  # the move sits in a training loop (backward / optimizer.step)
+    explicit_no_workers: bool = False  # `num_workers=0` is written out: a choice, not a default
 
 
 @dataclass
@@ -174,6 +190,7 @@ class FileFacts:
     visible_devices_late: List[VisibleDevicesTooLate] = field(default_factory=list)
     moves_before_wrap: List[MoveBeforeWrap] = field(default_factory=list)
     distributed: DistributedEvidence = field(default_factory=DistributedEvidence)
+    requirements: Requirements = field(default_factory=Requirements)
     unguarded: List[UnguardedAccelerator] = field(default_factory=list)
     misuses: List[ApiMisuse] = field(default_factory=list)
     host_syncs: List[HostSync] = field(default_factory=list)
@@ -184,4 +201,4 @@ class FileFacts:
         return any(bool(getattr(self, name)) for name in _FACT_LISTS) or bool(self.distributed.shared_placements)
 
 
-_FACT_LISTS = tuple(name for name in FileFacts.__dataclass_fields__ if name != "distributed")
+_FACT_LISTS = tuple(name for name in FileFacts.__dataclass_fields__ if name not in ("distributed", "requirements"))

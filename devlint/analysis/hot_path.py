@@ -16,7 +16,7 @@ import libcst as cst
 from . import torch_api as api
 from .facts import CREATED_THEN_MOVED, HOST_PREPROCESSING, MODEL_MOVED_IN_LOOP, HostSync, HotPathWaste, LoaderFeed, Operand
 from .lattice import HOST, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SYMBOLIC, TENSOR, BATCH, Value
-from .names import dotted_name, last_identifier, sub_expressions
+from .names import dotted_name, integer_value, last_identifier, sub_expressions
 
 #: A branch on these runs only now and then: a logging or checkpoint interval.
 _INTERVAL_WORDS = re.compile(
@@ -163,7 +163,9 @@ class HotPathTracker:
         if options is not None and self.recording and self.frames:
             pinned, workers = options
             non_blocking = any(a.keyword == "non_blocking" and dotted_name(a.node.value) == "True" for a in args)
-            self.program.facts.loader_feeds.append(LoaderFeed(loader, node, pinned, workers, non_blocking))
+            training = any(frame.trains for frame in self.frames)
+            self.program.facts.loader_feeds.append(
+                LoaderFeed(loader, node, pinned, workers, non_blocking, training, _explicit_no_workers(loader)))
 
     def note_preprocessing(self, qualname: str, args, node: cst.Call) -> None:
         if not qualname.startswith(api.PREPROCESSING_ROOTS) or not any(f.steps and f.over_loader for f in self.frames):
@@ -187,3 +189,10 @@ class HotPathTracker:
             return  # a different device each iteration (`for device in devices: model.to(device)`)
         if self.first_time("module-move", receiver, node):
             self.program.facts.waste.append(HotPathWaste(node, MODEL_MOVED_IN_LOOP, Operand(receiver_node, receiver)))
+
+
+def _explicit_no_workers(loader: cst.CSTNode) -> bool:
+    """`DataLoader(..., num_workers=0)`: loading in the main process, written out on purpose."""
+    return isinstance(loader, cst.Call) and any(
+        arg.keyword is not None and arg.keyword.value in api.LOADER_WORKER_KEYWORDS and integer_value(arg.value) == 0
+        for arg in loader.args)

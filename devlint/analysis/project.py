@@ -182,6 +182,10 @@ class ProjectIndex:
         found = self.lookup(root, qualname)
         return found is not None and found[0] == "function" and bool(found[1].get("trains"))
 
+    def starts_nccl(self, root: str, qualname: str) -> bool:
+        found = self.lookup(root, qualname)
+        return found is not None and found[0] == "function" and bool(found[1].get("nccl"))
+
     def value(self, root: str, qualname: str, node) -> Optional[Value]:
         found = self.lookup(root, qualname)
         if found is None or found[0] != "value":
@@ -255,8 +259,9 @@ class ProjectIndex:
             if kind == "class":
                 if use != "value" and self.is_module_class(root, target):
                     told.append((use, target, "module", data["stateful"]))
-            elif kind == "function" and use == "call" and (data["result"] is not None or data.get("trains")):
-                told.append((use, target, repr(data["result"]), data.get("trains")))
+            elif kind == "function" and use == "call" and (data["result"] is not None or data.get("trains")
+                                                           or data.get("nccl")):
+                told.append((use, target, repr(data["result"]), data.get("trains"), data.get("nccl")))
             elif kind == "value" and use == "value":
                 told.append((use, target, repr(sorted(data.items()))))
         if self.accelerated and not summary.get("accelerated") and any(c["module"] for c in summary["classes"].values()):
@@ -329,6 +334,10 @@ class ProjectPlace:
         """Is a project function a training step (so a loop calling it is a training loop)?"""
         return self.index is not None and self.index.trains(self.root, qualname)
 
+    def starts_nccl(self, qualname: str) -> bool:
+        """Does calling this project function start an NCCL process group (so the program needs GPUs)?"""
+        return self.index is not None and self.owns(qualname) and self.index.starts_nccl(self.root, qualname)
+
     def value(self, qualname: str, node) -> Optional[Value]:
         if not self.owns(qualname):
             return None
@@ -372,7 +381,8 @@ def summarise(program, root: str, module: str, is_package: bool) -> Exports:
             if info is not None and info.result is not None:
                 params = [p.name.value for p in info.parameters()]
                 summary["functions"][name] = {"result": export_value(info.result, params), "params": params,
-                                              "trains": info.trains}
+                                              "trains": info.trains,
+                                              "nccl": name in program.facts.requirements.nccl_functions}
         elif value.kind in _VALUE_KINDS:
             exported = export_value(value)
             if exported is not None:

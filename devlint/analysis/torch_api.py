@@ -188,7 +188,16 @@ HOST_TYPES = frozenset({
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 #: Datasets that hold the tensors they are given: their batches are wherever those tensors are.
 TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+#: The DataLoader keyword that asks for worker processes.
+LOADER_WORKER_KEYWORDS = frozenset({"num_workers"})
 TORCH_LOAD = frozenset({"torch.load"})
+TORCH_SAVE = frozenset({"torch.save"})
+#: Keywords of a call that returns a Hugging Face `BatchEncoding` (tokenizers, processors, feature
+#: extractors asked for tensors): its `.to()` moves its tensors in place and returns itself.
+BATCH_ENCODING_KEYWORDS = frozenset({"return_tensors"})
+#: Callees named like a tokenizer or processor: what they return is a `BatchEncoding` too.
+_BATCH_ENCODING_CALLEE = re.compile(r"(^|_)(tokenizer|tokeniser|processor|feature_extractor|image_processor)$",
+                                    re.IGNORECASE)
 OPTIMIZER_PREFIX = "torch.optim."
 #: Classes under torch.optim that are not optimizers (their `step()` is no training step).
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
@@ -421,6 +430,20 @@ COLLECTING_METHODS = frozenset({"append", "extend", "put"})
 SYNC_BUILTINS = frozenset({"float", "int", "bool", "print"})
 #: Class-name suffixes of configuration objects whose `device` field is a default.
 CONFIG_CLASS_SUFFIXES = ("Config", "Args", "Arguments", "Options", "Settings", "Params", "Hparams")
+#: Libraries that run only on NVIDIA GPUs (FP8 kernels, fused CUDA ops, CUDA bindings): a program
+#: built on them needs CUDA by nature, so asking for it without a fallback is no portability bug.
+CUDA_ONLY_LIBRARIES = (
+    "transformer_engine.", "apex.", "flash_attn.", "xformers.", "triton.", "cupy.", "pycuda.", "tensorrt.",
+    "torch_tensorrt.", "nvidia.dali.", "mamba_ssm.", "causal_conv1d.", "flashinfer.",
+)
+#: CUDA objects whose only purpose is CUDA work (timing events, streams, graphs): a helper that
+#: builds them is CUDA-only by nature, and whoever calls it decides whether CUDA is there.
+CUDA_BY_NATURE_OBJECTS = frozenset("torch.cuda." + name for name in ("Event", "Stream", "CUDAGraph", "graph"))
+#: Attributes that exist only once a model was offloaded or dispatched across accelerators
+#: (accelerate's `enable_model_cpu_offload`, `device_map=`): a test on them is an implicit guard.
+_IMPLICIT_ACCELERATOR_STATE = re.compile(r"offload|hf_device_map|_hf_hook", re.IGNORECASE)
+#: Names of a process's rank: a device computed from one picks a GPU per process.
+_RANK_NAME = re.compile(r"(^|_)(local_|global_|node_)?rank$", re.IGNORECASE)
 #: Decorators and test markers that run a function only where an accelerator exists.
 _ACCELERATOR_ONLY = re.compile(r"cuda|gpu|accelerat|nccl|multi_?device|distributed", re.IGNORECASE)
 
@@ -428,6 +451,25 @@ _ACCELERATOR_ONLY = re.compile(r"cuda|gpu|accelerat|nccl|multi_?device|distribut
 def is_accelerator_only_marker(text: str) -> bool:
     """`@pytest.mark.skipif(not torch.cuda.is_available(), ...)`, `@require_torch_gpu`, ..."""
     return bool(_ACCELERATOR_ONLY.search(text))
+
+
+def is_cuda_only_library(qualname: str) -> bool:
+    return qualname.startswith(CUDA_ONLY_LIBRARIES)
+
+
+def names_accelerator_state(text: str) -> bool:
+    """`final_offload_hook`, `hf_device_map`: state that only accelerator offloading creates."""
+    return bool(_IMPLICIT_ACCELERATOR_STATE.search(text))
+
+
+def is_rank_name(text: str) -> bool:
+    """`local_rank`, `rank`, `args.local_rank`, `"LOCAL_RANK"`."""
+    return bool(_RANK_NAME.search(text.strip("'\"")))
+
+
+def returns_batch_encoding(callee: str, keywords) -> bool:
+    """A call whose result is a `BatchEncoding` (moved in place by `.to()`)."""
+    return bool(BATCH_ENCODING_KEYWORDS & set(keywords)) or bool(_BATCH_ENCODING_CALLEE.search(callee))
 
 
 def loader_option(keyword_value: Optional[object]) -> Optional[bool]:

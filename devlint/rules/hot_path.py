@@ -257,7 +257,9 @@ for (x,) in loader:
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         seen = set()
         for feed in facts.loader_feeds:
-            if feed.pinned is False and feed.workers is False and id(feed.loader) not in seen:
+            # `num_workers=0` written out is a choice; it still costs every step of a training loop.
+            chosen = feed.explicit_no_workers and not feed.training
+            if feed.pinned is False and feed.workers is False and not chosen and id(feed.loader) not in seen:
                 seen.add(id(feed.loader))
                 yield Finding(feed.loader, (
                     f"this DataLoader feeds the accelerator (line {context.line_of(feed.move)}) with no workers and "

@@ -299,6 +299,8 @@ x = torch.randn(3).to(device)
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for move in facts.discarded_moves:
+            if id(move.node) in facts.requirements.in_place_moves:
+                continue  # a BatchEncoding: its `.to()` moves in place
             receiver = context.text_of(move.receiver.node)
             value = move.receiver.value
             stays = f"stays on {context.where(value)}" if value.device.known else "stays where it was"

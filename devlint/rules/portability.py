@@ -61,9 +61,15 @@ def _device_name_usable(name: str, at: cst.CSTNode, context: RuleContext) -> boo
             and context.edits.name_bound_before(parts[0], at))
 
 
+def _needs_cuda_anyway(facts: FileFacts) -> bool:
+    """The program needs CUDA by nature: it starts an NCCL process group (here or through a
+    project helper), or it is built on a CUDA-only library."""
+    return facts.distributed.requires_accelerator or facts.requirements.cuda_by_nature is not None
+
+
 def _unguarded_roots(facts: FileFacts, beside_chosen: bool):
-    """One fact per root; files that require CUDA anyway (an NCCL job) have no roots."""
-    if facts.distributed.requires_accelerator:
+    """One fact per root; files that require CUDA anyway (an NCCL job, FP8 kernels) have no roots."""
+    if _needs_cuda_anyway(facts):
         return
     seen = set()
     for fact in facts.unguarded:
@@ -233,7 +239,7 @@ state = torch.load("model.pt", map_location="cpu")
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for fact in facts.misuses:
-            if fact.kind == LOAD_WITHOUT_MAP_LOCATION:
+            if fact.kind == LOAD_WITHOUT_MAP_LOCATION and id(fact.node) not in facts.requirements.own_checkpoints:
                 yield Finding(fact.node, "torch.load without map_location restores tensors to the device they "
                                          "were saved on; pass map_location (\"cpu\" or the chosen device)",
                               partial(_map_location_fix, fact, context))
@@ -346,10 +352,10 @@ torch.cuda.empty_cache()
 """,)
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
-        if facts.distributed.requires_accelerator:
+        if _needs_cuda_anyway(facts):
             return
         for fact in facts.misuses:
-            if fact.kind == UNGUARDED_CUDA_API:
+            if fact.kind == UNGUARDED_CUDA_API and id(fact.node) not in facts.requirements.cuda_only_code:
                 yield Finding(fact.node, f"`{fact.api}()` needs CUDA and raises without it; "
                                          "guard it with torch.cuda.is_available()")
 
