@@ -110,7 +110,8 @@ class ContextRunner:
             start = seeded if name == receiver_name else {}
             for field, new in set_fields(name, start, final.values).items():
                 fields.append((value.ident, field, new))
-        return Invocation(result, moved, tuple(fields), interp.cuda_initialised, interp.stepped, interp.trained)
+        return Invocation(result, moved, tuple(fields), interp.cuda_initialised, interp.stepped, interp.trained,
+                          interp.encloses)
 
     def _apply(self, done: Invocation, caller: Interpreter, env: Env) -> None:
         for ident, field, value in done.fields:
@@ -124,6 +125,8 @@ class ContextRunner:
             caller.cuda_initialised = done.cuda_initialised
         if done.steps:
             caller.note_step(trains=done.trains)
+        elif done.encloses:
+            caller.note_enclosed_step()
 
     # --- values ---------------------------------------------------------------------
 

@@ -81,8 +81,9 @@ class HotPathTracker:
     interval_depth: int
     collecting: int  # inside the arguments of `results.append(...)`
     deciding: int    # inside a test whose branch leaves the loop
-    stepped: bool    # this function called a model (or trained one), directly or through its callees
+    stepped: bool    # this function called a model (or trained one) outside its own loops
     trained: bool
+    encloses: bool   # this function steps a model inside a loop of its own
 
     def enter_hot_function(self, trains: bool) -> None:
         """The whole body of a function called every step behaves like a loop body."""
@@ -110,15 +111,26 @@ class HotPathTracker:
         return frame
 
     def note_step(self, trains: bool) -> None:
-        # what this function does, for a loop that calls it (`agent.decide(obs)` steps the model)
-        self.stepped = True
-        self.trained = self.trained or trains
+        # What this function does, for a loop that calls it: a step outside this function's own loops
+        # makes the caller's loop a stepping one (`agent.decide(obs)`); a step inside them (a whole
+        # epoch in `train_one_epoch`) only means the caller's loop encloses stepping.
+        if all(frame.key is None for frame in self.frames):
+            self.stepped = True
+            self.trained = self.trained or trains
+        else:
+            self.encloses = True
         if self.frames:
             frame = self.frames[-1]
             frame.steps = True
             frame.trains = frame.trains or trains
             for outer in self.frames:
                 outer.encloses_steps = True
+
+    def note_enclosed_step(self) -> None:
+        """A callee stepped a model in a loop of its own: the loops here enclose stepping."""
+        self.encloses = True
+        for frame in self.frames:
+            frame.encloses_steps = True
 
     def note_created(self, ident: int) -> None:
         for frame in self.frames:

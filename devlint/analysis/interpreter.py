@@ -76,6 +76,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.collecting = 0              # inside the arguments of `results.append(...)`
         self.deciding = 0                # inside a test whose branch leaves the loop
         self.stepped = self.trained = False  # a model was called / trained here (an effect for callers)
+        self.encloses = False                # ... inside a loop of this function
         self.moves: List[tuple] = []     # (object, value after the move, weak): in-place moves, effects of a call
         self.cuda_initialised = None     # the first statement that started CUDA
         self.chosen_device = ""          # a device variable this scope placed things on

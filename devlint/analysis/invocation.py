@@ -41,6 +41,7 @@ class Invocation:
     #: the callee called a model / trained one: a loop calling it steps one
     steps: bool = False
     trains: bool = False
+    encloses: bool = False
 
 
 @dataclass

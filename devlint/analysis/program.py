@@ -25,10 +25,9 @@ from .interpreter import Interpreter, Scope
 from .invocation import informative, site_from, bind_parameters
 from .lattice import (
     ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
-    SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, join_paths, symbolic,
+    SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_paths, symbolic,
 )
 from .names import dotted_name, string_value, sub_expressions
-from .hot_path import TRAINING
 from .project import PROJECT_SOURCE, ProjectPlace
 
 MANUAL_REGISTRATION = frozenset({"add_module", "register_module"})
@@ -407,8 +406,8 @@ class Program:
         info.running = True
         owner = info.owner
         scope = Scope(owner, info.name, info.outer, frozenset(p.name.value for p in info.parameters()))
-        if not hot and info.trains:
-            hot = TRAINING  # a training step function (`loss.backward()` outside any loop) runs every step
+        # A step function (`loss.backward()` outside any loop) is hot only where a loop calls it: its
+        # callers in context, or callers in other files (`hot`); run once (a DDP demo), it is cold.
         interp = Interpreter(self, scope, hot)
         interp.silent += silent
         env = Env(default_device=self.module_env.default_device, guarded=guarded or self.accelerator_only(info))
