@@ -399,6 +399,8 @@ class CallEvaluator:
         if device.known and len(positional) > 1:
             index = integer_value(positional[1].node.value)
             device = replace(device, index=index, key="" if index is not None else PER_RANK)  # ("cuda", local_rank)
+        if device.root is not None:  # `torch.device("cuda")` as a whole is the request
+            device = replace(device, root=node)
         return Value(kind=DEVICE, device=device, origin=node)
 
     def factory(self, name: str, node: cst.Call, args: List[Arg], env, default: Device) -> Value:
@@ -669,9 +671,11 @@ class CallEvaluator:
         return moved
 
     def module_method(self, receiver, receiver_node, name, node, args, env) -> Value:
-        if name in api.OFFLOAD_METHODS:  # hooks move the weights at call time: where it is, is unknown
-            if receiver.ident is not None:
-                self.note_moved(receiver.ident, receiver.with_device(UNKNOWN), env)
+        if name in api.OFFLOAD_METHODS or name in api.FORWARD_HOOK_REGISTRATIONS:
+            # hooks move the weights at call time (offloading): where the module, and the model it is
+            # part of, is, is unknown
+            for ident in ({receiver.ident, receiver.owner} | set(receiver.aliases)) - {None}:
+                self.note_moved(ident, receiver.with_device(UNKNOWN), env)
             key = dotted_name(receiver_node)
             if key is not None:
                 env.values[key] = receiver.with_device(UNKNOWN)
@@ -682,8 +686,9 @@ class CallEvaluator:
             return receiver
         if name in ("parameters", "buffers", "named_parameters", "named_buffers", "children", "modules",
                     "named_children", "named_modules"):
-            if name.endswith(("children", "modules")):
-                element = Value(kind=MODULE, device=receiver.device, origin=receiver.origin)
+            if name.endswith(("children", "modules")):  # submodules: part of the receiver (`owner`)
+                element = Value(kind=MODULE, device=receiver.device, origin=receiver.origin,
+                                owner=receiver.ident if receiver.ident is not None else receiver.owner)
             else:  # a parameter knows its module: it moves with it, and so does an optimizer built on it
                 element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, parameter=True,
                                 owner=receiver.ident)

@@ -22,7 +22,7 @@ from .interpreter import Interpreter, Scope
 from .invocation import (
     MAX_CONTEXTS, MAX_DEPTH, CallSite, Invocation, bind_parameters, context_key, set_fields,
 )
-from .lattice import DEVICE, HOST, MODULE, OBJECT, UNKNOWN_VALUE, Value, join_all, join_paths
+from .lattice import DEVICE, HOST, LIST, MODULE, OBJECT, UNKNOWN_VALUE, Value, join_all, join_paths
 from .names import string_value
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -100,8 +100,12 @@ class ContextRunner:
             env.values[name] = value
         before = dict(bound)
         final = interp.exec_block(info.node.body.body, env)
-        result = (join_paths(interp.returns, interp.return_paths, interp.returns_guarded) if interp.returns
-                  else Value(kind=HOST))
+        if interp.yields:  # a generator: iterating it gives what it yields
+            result = Value(kind=LIST, items=(join_all(interp.yields),), cls="generator")
+        elif interp.returns:
+            result = join_paths(interp.returns, interp.return_paths, interp.returns_guarded)
+        else:
+            result = Value(kind=HOST)
         moved = tuple(interp.moves)
         fields = []
         for name, value in before.items():

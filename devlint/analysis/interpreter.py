@@ -71,6 +71,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.returns: List[Value] = []
         self.returns_guarded = False     # a return sits under an availability test: the results are a choice
         self.return_paths: List[str] = []  # the availability path of each return
+        self.yields: List[Value] = []      # what a generator yields
         self.frames = []
         self.interval_depth = 0          # inside `if step % N == 0:` and the like
         self.collecting = 0              # inside the arguments of `results.append(...)`
@@ -236,9 +237,13 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         split = self.is_device_choice(node.test, test)
         then_env = env.copy()
         else_env = env.copy()
-        for name in host_narrowed(node.test):  # `if isinstance(a, np.ndarray):` a is no tensor there
+        for name in narrowed(node.test, api.HOST_TYPES):  # `if isinstance(a, np.ndarray):` a is no tensor there
             if then_env.get(name) is not None:
                 then_env.values[name] = Value(kind=HOST)
+        failed = narrowed(node.test, api.TENSOR_TYPES) if isinstance(node.test, cst.Call) else []
+        for name in failed:  # where `isinstance(x, torch.Tensor)` fails, x is no tensor
+            if else_env.get(name) is not None and else_env.values[name].kind in (TENSOR, BATCH):
+                else_env.values[name] = UNKNOWN_VALUE
         accelerated = None
         if split:
             then_env.guarded = else_env.guarded = True
@@ -296,7 +301,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def exec_for(self, node: cst.For, env: Env) -> Env:
         iterable = self.eval(node.iter, env)
-        element = self.element_of(iterable, node.iter, node.target)
+        element = self.element_of(iterable, node.iter, node.target, env)
 
         def run_once(state: Env) -> Env:
             self.assign(node.target, element, state, node)
@@ -418,9 +423,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return Value(kind=TENSOR, device=value.device, origin=value.origin, source=value.source)
         return UNKNOWN_VALUE
 
-    def element_of(self, iterable: Value, node: cst.BaseExpression, origin: cst.CSTNode) -> Value:
+    def element_of(self, iterable: Value, node: cst.BaseExpression, origin: cst.CSTNode, env: Optional[Env] = None) -> Value:
         """What one iteration over `iterable` yields."""
         kind = iterable.kind
+        if kind == OBJECT:  # an object of this file: what its `__iter__` yields, else unknown
+            element = self.program.iterate(iterable, node, self, env) if env is not None else None
+            return element if element is not None else UNKNOWN_VALUE
         if kind == LOADER or (kind not in (LIST, TUPLE, BATCH, TENSOR, MODULE, HOST, DEVICE, REF)
                                 and not iterable.device.known and api.is_loader_name(last_identifier(node))
                                 and iterable.source != "device-aware"):
@@ -592,7 +600,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         over_loader = False
         while for_in is not None:
             iterable = self.eval(for_in.iter, scope)
-            element = self.element_of(iterable, for_in.iter, for_in.target)
+            element = self.element_of(iterable, for_in.iter, for_in.target, scope)
             over_loader = over_loader or element.source == SOURCE_LOADER
             self.assign(for_in.target, element, scope, node)
             for condition in for_in.ifs:
@@ -721,6 +729,16 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.assign(node.target, value, env, node)
         return value
 
+    def eval_Yield(self, node, env):
+        """`yield v`: the function is a generator; what it yields is what iterating it gives."""
+        value = node.value
+        if isinstance(value, cst.From):
+            inner = self.eval(value.item, env)
+            self.yields.append(self.element_of(inner, value.item, value.item, env))
+        else:
+            self.yields.append(self.eval(value, env) if value is not None else Value(kind=HOST))
+        return UNKNOWN_VALUE
+
     def eval_Await(self, node, env):
         return self.eval(node.expression, env)
 
@@ -746,16 +764,16 @@ def mentions_device(expression: cst.BaseExpression) -> bool:
     return False
 
 
-def host_narrowed(test: cst.BaseExpression) -> List[str]:
-    """Names a test proves are no tensors where it holds: `isinstance(x, np.ndarray)`, alone or in
-    an `and`."""
+def narrowed(test: cst.BaseExpression, types: frozenset) -> List[str]:
+    """Names a test proves are of one of `types` where it holds: `isinstance(x, np.ndarray)`, alone
+    or in an `and`."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return host_narrowed(test.left) + host_narrowed(test.right)
+        return narrowed(test.left, types) + narrowed(test.right, types)
     if (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"
             and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
         kinds = test.args[1].value
         names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
-        if names and all(dotted_name(n) in api.HOST_TYPES for n in names):
+        if names and all(dotted_name(n) in types for n in names):
             return [test.args[0].value.value]
     return []
 

@@ -25,7 +25,7 @@ from .interpreter import Interpreter, Scope
 from .invocation import informative, site_from, bind_parameters
 from .lattice import (
     ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
-    SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_paths, symbolic,
+    SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, join_paths, symbolic,
 )
 from .names import dotted_name, string_value, sub_expressions
 from .project import PROJECT_SOURCE, ProjectPlace
@@ -330,6 +330,20 @@ class Program:
                 return None
         return self.contexts.invoke(info, receiver, site, caller, env)
 
+    def iterate(self, obj: Value, node: cst.CSTNode, caller, env: Env) -> Optional[Value]:
+        """`for batch in loader:` over an object of this file: one element of its `__iter__`."""
+        info = self.classes.get(obj.cls)
+        if info is None:
+            return None
+        self.ensure_class(info)
+        method = info.methods.get("__iter__")
+        if method is None:
+            return None
+        done = self._invoke(method, obj, node, [], caller, env)
+        if done is None or done.result.kind not in (LIST, TUPLE):
+            return None
+        return caller.element_of(done.result, node, node)
+
     def call_forward(self, callee: Value, node: cst.Call, args, caller, env: Env) -> Optional[Value]:
         """`model(x)` on a module class of this file: its `forward`, run for this receiver and input."""
         info = self.classes.get(callee.cls)
@@ -416,7 +430,12 @@ class Program:
             env.bind(name, value)
         env = interp.exec_block(info.node.body.body, env)
         # no return: None
-        info.result = join_paths(interp.returns, interp.return_paths, interp.returns_guarded) if interp.returns else Value(kind=HOST)
+        if interp.yields:  # a generator: iterating it gives what it yields
+            info.result = Value(kind=LIST, items=(join_all(interp.yields),), cls="generator")
+        elif interp.returns:
+            info.result = join_paths(interp.returns, interp.return_paths, interp.returns_guarded)
+        else:
+            info.result = Value(kind=HOST)
         info.final_env = env
         info.running = False
         return env

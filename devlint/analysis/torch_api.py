@@ -180,6 +180,10 @@ OFFLOAD_METHODS = frozenset({
     "enable_layerwise_casting", "enable_xformers_memory_efficient_attention", "dispatch_model",
     "to_empty", "enable_cpu_offload", "set_device_map", "parallelize", "deparallelize",
 })
+#: A forward hook may move the module's weights when it runs (accelerate's AlignDevicesHook).
+FORWARD_HOOK_REGISTRATIONS = frozenset({"register_forward_pre_hook", "register_forward_hook"})
+#: Types whose `isinstance` test says the value is a tensor (and, where it fails, that it is none).
+TENSOR_TYPES = frozenset({"torch.Tensor", "Tensor", "torch.nn.Parameter", "nn.Parameter"})
 #: Types whose `isinstance` test says the value is no tensor (on the branch where it holds).
 HOST_TYPES = frozenset({
     "numpy.ndarray", "np.ndarray", "ndarray", "PIL.Image.Image", "Image.Image", "list", "tuple", "dict",
