@@ -551,6 +551,10 @@ class CallEvaluator:
         device_map = next((a for a in args if a.keyword == "device_map"), None)
         self.note_created(id(node))
         device = self.construction_device(args, env, node)
+        first = args[0].value if args and args[0].keyword is None else None
+        if first is not None and first.kind in (MODULE, ANY) and first.literal is None and first.cls != "str":
+            # `PeftModel.from_pretrained(base_model, path)` wraps the model it is given: it is where that is
+            device = first.device if first.kind == MODULE else UNKNOWN
         if device_map is not None:
             device = device_map.value.device if device_map.value.kind == DEVICE else UNKNOWN
         return Value(kind=MODULE, device=device, origin=node, ident=id(node), stateful=True, cls="pretrained model")

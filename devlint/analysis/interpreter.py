@@ -43,6 +43,8 @@ _LITERAL_TEXT = 32
 _LITERAL_TESTS = {
     "Equal": lambda a, b: a == b, "NotEqual": lambda a, b: a != b,
     "Is": lambda a, b: a is b, "IsNot": lambda a, b: a is not b,
+    "In": lambda a, b: isinstance(a, str) and isinstance(b, str) and a in b,
+    "NotIn": lambda a, b: isinstance(a, str) and isinstance(b, str) and a not in b,
 }
 
 
@@ -498,7 +500,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if kind in (TENSOR, BATCH):
             if attr == "device":
                 return Value(kind=DEVICE, device=base.device, origin=base.origin)
-            if attr in api.HOST_ATTRIBUTES:
+            if attr in api.HOST_ATTRIBUTES or attr in api.HOST_OUTPUT_ATTRIBUTES:
                 return Value(kind=HOST)
             return Value(kind=TENSOR, device=base.device, origin=base.origin, source=base.source,
                          scalar=base.scalar if attr in ("T", "mT", "data", "grad") else None)
@@ -513,7 +515,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if kind == OBJECT:
             return self.program.class_attribute(base, attr)
         if kind == DEVICE and attr in ("type", "index"):
-            return Value(kind=HOST, source="device-type")
+            known = base.device.kind in ("cpu", "cuda", "mps", "xpu", "meta") and attr == "type"
+            return Value(kind=HOST, source="device-type", literal=(base.device.kind,) if known else None)
         return UNKNOWN_VALUE
 
     def eval_SimpleString(self, node: cst.SimpleString, env: Env) -> Value:
@@ -710,6 +713,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             right = self.eval(node.right, env)
         if "availability" in (left.source, right.source):
             return Value(kind=HOST, source="availability")
+        if left.literal is not None and right.literal is not None:  # `distributed and "cuda" in kind`
+            first = bool(left.literal[0])
+            chosen = (right if first else left) if isinstance(node.operator, cst.And) else (left if first else right)
+            return Value(kind=HOST, literal=(bool(chosen.literal[0]),))
+        if left.literal is not None and isinstance(node.operator, cst.And) and not left.literal[0]:
+            return Value(kind=HOST, literal=(False,))
         return join_values(left, right)
 
     def eval_IfExp(self, node: cst.IfExp, env: Env) -> Value:
@@ -790,8 +799,15 @@ def _leaves(suite: cst.BaseSuite) -> bool:
 
 def _reads_attributes(test: cst.BaseExpression) -> bool:
     """A test on fields (`if self.head is not None:`) may see a value set later by another method:
-    only tests on plain names decide a branch by their literal."""
-    return any(isinstance(node, cst.Attribute) for node in sub_expressions(test))
+    only tests on names and what they compute decide a branch by their literal."""
+    for node in sub_expressions(test):
+        if isinstance(node, cst.Attribute):
+            root = node
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            if isinstance(root, cst.Name) and root.value in ("self", "cls"):
+                return True
+    return False
 
 
 def _operator_text(operator: cst.CSTNode) -> str:

@@ -328,7 +328,12 @@ class Program:
             bound = bind_parameters(info.node.params, site, receiver, lambda p: UNKNOWN_VALUE)
             if not informative(bound):
                 return None
-        return self.contexts.invoke(info, receiver, site, caller, env)
+        done = self.contexts.invoke(info, receiver, site, caller, env)
+        if done is not None and done.result.kind == OPTIMIZER and done.result.origin is not None:
+            # an optimizer a helper builds is, for this caller, built here (where the order matters)
+            result = done.result
+            done = replace(done, result=replace(result, origin=node, state_at=node if result.state_at is not None else None))
+        return done
 
     def iterate(self, obj: Value, node: cst.CSTNode, caller, env: Env) -> Optional[Value]:
         """`for batch in loader:` over an object of this file: one element of its `__iter__`."""
@@ -475,7 +480,7 @@ class Program:
 
     def _parameter_value(self, info: FunctionInfo, index: int, param: cst.Param) -> Value:
         owner = info.owner
-        if owner is None or owner.is_module is False:
+        if owner is None or owner.is_module is not True:  # a `forward` of a class that may be no module
             return UNKNOWN_VALUE
         annotation = dotted_name(param.annotation.annotation) if param.annotation is not None else None
         device = self.self_device()

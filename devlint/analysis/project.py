@@ -170,7 +170,10 @@ class ProjectIndex:
             verdict = self.is_module_class(root, qualname)
             if not verdict:
                 return None
-            return Value(kind=MODULE, device=default_device, origin=node, ident=id(node), cls="",
+            # a wrapper built around a module it is given (a LoRA layer around a Linear) is where that
+            # module is, which this call does not say
+            wraps = any(v.kind == MODULE for v in list(positional) + list(keywords.values()))
+            return Value(kind=MODULE, device=UNKNOWN if wraps else default_device, origin=node, ident=id(node), cls="",
                          stateful=data["stateful"] if data["stateful"] is not None else None)
         if kind == "function":
             bound = dict(zip(data["params"], positional))
