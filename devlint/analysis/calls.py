@@ -751,8 +751,10 @@ class CallEvaluator:
         inputs = self.inputs_of(args)
         if callee.stateful is not False:
             self.note_step(trains=False)
-        if callee.scatters == "DataParallel" and callee.device.is_cpu and self.first_time("parallel", callee, node):
-            self.program.facts.parallel_on_cpu.append(ParallelOnCpu(node, Operand(callee_node, callee), "DataParallel"))
+        if callee.scatters == "DataParallel" and callee.device.is_cpu:
+            if self.first_time("parallel", callee, node):
+                self.program.facts.parallel_on_cpu.append(ParallelOnCpu(node, Operand(callee_node, callee), "DataParallel"))
+            return Value(kind=TENSOR, origin=node)  # reported here: what it returns is no new root cause
         if callee.stateful is False:  # a loss or activation module: its inputs meet each other
             label = dotted_name(callee_node) if isinstance(callee_node, (cst.Name, cst.Attribute)) else None
             return self.check_operands(node, inputs, f"{label}(...)" if label else operation, arithmetic=False)
