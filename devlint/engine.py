@@ -18,6 +18,7 @@ import libcst as cst
 
 from . import noqa
 from .analysis.program import Program
+from .limits import overlong_expression
 from .analysis.project import ProjectPlace
 from .analysis.project import Exports, summarise, summarise_imports
 from .diagnostics import Diagnostic
@@ -56,6 +57,11 @@ def analyse_text(text: str, path: str, enabled: FrozenSet[str], place: Optional[
     """`suppress=False` keeps findings on `# noqa` lines, for a host (flake8) that applies its own."""
     if not _RELEVANT.search(text) or noqa.file_is_exempt(text):
         return [], _reexports(text, place)
+    overlong = overlong_expression(text)
+    if overlong is not None:
+        line, count, what = overlong
+        return _engine(AnalysisLimitRule, path, line, 0,
+                       f"an expression with about {count} {what} is too long to analyse; file skipped", enabled), None
     try:
         module = cst.parse_module(text)
     except RecursionError:

@@ -71,6 +71,16 @@ def test_thousand_deep_nesting(tmp_path, expression):
     assert all(d["code"].startswith("DEV0") for d in found)
 
 
+@pytest.mark.parametrize("expression, what", [
+    (" + ".join(f"x{i}" for i in range(10_000)), "operators"),   # the parser's time grows with the square
+    ("torch.zeros(3)" + ".float()" * 3000, "chained calls"),     # the parser's C stack overflows
+])
+def test_overlong_expressions_are_skipped_with_a_dev003(tmp_path, expression, what):
+    found = run_on(tmp_path, "long.py", f"import torch\nx0 = torch.randn(3)\ny = {expression}\n".encode())
+    assert [(d["code"], d["line"]) for d in found] == [("DEV003", 3)]
+    assert what in found[0]["message"]
+
+
 def test_unreadable_file(tmp_path):
     target = tmp_path / "secret.py"
     target.write_text(BUGGY)
