@@ -91,6 +91,8 @@ class ClassInfo:
         self.reported: Set[str] = set()
         self.unknown_submodule = False
         self.registers_manually = False  # __init__ calls add_module/register_module
+        #: attributes `__init__` also assigns a module to (`self.lins = nn.ModuleList(self.lins)` on a path)
+        self.module_assigned: Set[str] = set()
         self.methods: Dict[str, FunctionInfo] = {}
         self.state = "new"  # new -> running -> done
         for statement in node.body.body:
@@ -156,10 +158,12 @@ class Program:
         """DEV105 holds unless `__init__` registered the modules itself (add_module,
         a final nn.ModuleList(...)) or a method moves the tensor by hand."""
         info = self.classes.get(fact.owner)
-        if fact.what == "tensor":
-            used = not fact.value.device.is_cpu or id(fact.value.origin) in self.unregistered_used
+        if fact.what == "tensor":  # a bug only where a method uses it with the module's tensors
+            used = id(fact.value.origin) in self.unregistered_used
             return used and (fact.owner, fact.attribute) not in self.moved_by_hand
-        if info is None or info.registers_manually:
+        if info is None or info.registers_manually or fact.attribute in info.module_assigned:
+            return False
+        if (fact.owner, fact.attribute) in self.moved_by_hand:
             return False
         final = info.attrs.get("self." + fact.attribute)
         return final is None or final.kind in (LIST, TUPLE, ANY)
@@ -293,7 +297,7 @@ class Program:
         if value.kind == TENSOR and value.scalar is not True:
             # A plain tensor attribute stays where it was made. On the CPU it is a bug only if a method
             # uses it with the module's tensors: that use confirms DEV105, reported where it is stored.
-            return replace(value, source=SOURCE_UNREGISTERED) if value.device.is_cpu else UNKNOWN_VALUE
+            return replace(value, source=SOURCE_UNREGISTERED) if value.device.known else UNKNOWN_VALUE
         if value.kind in (LIST, TUPLE) and any(item.kind == MODULE for item in value.items):
             return UNKNOWN_VALUE  # a plain list of modules: reported once where it is stored
         return value
@@ -366,6 +370,8 @@ class Program:
         name = target.attr.value
         if isinstance(statement, (cst.Assign, cst.AnnAssign)) and isinstance(statement.value, cst.Call) and value.kind in (ANY, OBJECT):
             info.unknown_submodule = True
+        if value.kind == MODULE:
+            info.module_assigned.add(name)
         if not interp.recording or name in info.reported or name in info.buffers:
             return
         what = ""
@@ -389,8 +395,13 @@ class Program:
                 UnregisteredState(node, info.name, name, added, receiver.cls or "list", receiver.origin))
 
     def note_container_store(self, interp: Interpreter, target: cst.Subscript, value: Value, env: Env) -> None:
-        """`self.heads[name] = nn.Linear(...)` on a plain dict in `__init__`."""
+        """`self.heads[name] = nn.Linear(...)` on a plain dict in `__init__`; in another method,
+        `self.parts[0] = part.to(x.device)` puts a module moved by hand back (no DEV105 then)."""
+        owner = interp.scope.owner
         if not interp.scope.in_module_init:
+            attribute = _self_attribute_under(target.value)
+            if owner is not None and attribute is not None and value.kind == MODULE and _is_move_node(value.origin):
+                self.moved_by_hand.add((owner.name, attribute))
             return
         container = interp.eval(target.value, env)
         if container.kind in (LIST, TUPLE):
@@ -703,6 +714,12 @@ def _informative(value: Value) -> bool:
     if value.kind in (MODULE, LOADER, OPTIMIZER):
         return True
     return value.kind in (DEVICE, TENSOR, BATCH) and value.device.known
+
+
+def _is_move_node(node) -> bool:
+    """Is `node` a `.to(...)`/`.cuda()` call?"""
+    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in api.MOVE_METHODS)
 
 
 def _self_attribute_under(node: cst.BaseExpression) -> Optional[str]:
