@@ -38,6 +38,7 @@ _DEVICE_FLAG = re.compile(r"cuda|gpu|accel|mps|xpu|npu|device|avail|distributed|
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 _EXPECTS_FAILURE = frozenset({"raises", "assertRaises", "assertRaisesRegex"})
 _CONSTANTS = {"True": True, "False": False, "None": None}
+_UNCALLED = "uncalled:"  # the `cls` of an availability function used without being called
 #: Longer strings are text, not options: they are not kept as literals (nor in call contexts).
 _LITERAL_TEXT = 32
 _LITERAL_TESTS = {
@@ -196,7 +197,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         elif isinstance(node, cst.ImportFrom):
             self.exec_import_from(node, env)
         elif isinstance(node, cst.Assert):
-            if self.eval(node.test, env).source == "availability":
+            if self.truth_test(self.eval(node.test, env)).source == "availability":
                 env.guarded = True  # `assert torch.cuda.is_available()`
         elif isinstance(node, cst.Del):
             pass
@@ -223,7 +224,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         deciding = 1 if self.frames and _leaves(node.body) else 0
         self.deciding += deciding
         try:
-            test = self.eval(node.test, env)
+            test = self.truth_test(self.eval(node.test, env))
             self.note_sync(node.test, test, node.test, "if")
         finally:
             self.deciding -= deciding
@@ -324,7 +325,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def exec_while(self, node: cst.While, env: Env) -> Env:
         def run_once(state: Env) -> Env:
-            test = self.eval(node.test, state)
+            test = self.truth_test(self.eval(node.test, state))
             self.note_sync(node.test, test, node.test, "while")
             state = self.exec_suite(node.body, state)
             state.dead = False
@@ -486,10 +487,15 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         base = self.eval(node.value, env)
         value = self.attribute_of(base, node.attr.value, node, env)
         if value.kind == REF and value.cls in api.AVAILABILITY_CHECKS:
-            # `if torch.cuda.is_available:` is always true: the function, not its answer
-            if self.recording:
-                self.program.facts.misuses.append(ApiMisuse(node, AVAILABILITY_NOT_CALLED, value.cls))
-            return Value(kind=HOST, source="availability")
+            # the function, not its answer: a bug where it is tested for truth (`if torch.cuda.is_available:`
+            # is always true), not where it is used as an object (`hasattr(torch.cuda.device_count, ...)`)
+            return Value(kind=HOST, source="availability", cls=_UNCALLED + value.cls, origin=node)
+        return value
+
+    def truth_test(self, value: Value) -> Value:
+        """`value` decides a branch: an availability function that was never called is always true."""
+        if value.cls.startswith(_UNCALLED) and value.origin is not None and self.recording:
+            self.program.facts.misuses.append(ApiMisuse(value.origin, AVAILABILITY_NOT_CALLED, value.cls[len(_UNCALLED):]))
         return value
 
     def attribute_of(self, base: Value, attr: str, node: cst.CSTNode, env: Env) -> Value:
@@ -695,6 +701,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def eval_UnaryOperation(self, node: cst.UnaryOperation, env: Env) -> Value:
         value = self.eval(node.expression, env)
+        if isinstance(node.operator, cst.Not):
+            self.truth_test(value)
         if isinstance(node.operator, cst.Not) and value.kind != TENSOR:
             known = value.literal is not None
             return Value(kind=HOST, source=value.source, literal=(not value.literal[0],) if known else None)
@@ -711,6 +719,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             right = self.eval(node.right, guarded)
         else:
             right = self.eval(node.right, env)
+        self.truth_test(left)
+        self.truth_test(right)
         if "availability" in (left.source, right.source):
             return Value(kind=HOST, source="availability")
         if left.literal is not None and right.literal is not None:  # `distributed and "cuda" in kind`
@@ -722,7 +732,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         return join_values(left, right)
 
     def eval_IfExp(self, node: cst.IfExp, env: Env) -> Value:
-        test = self.eval(node.test, env)
+        test = self.truth_test(self.eval(node.test, env))
         if test.literal is not None and test.source != "availability" and not _reads_attributes(node.test):
             return self.eval(node.body if test.literal[0] else node.orelse, env)
         split = self.is_device_choice(node.test, test)
