@@ -23,7 +23,7 @@ from .lattice import (
     SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
     SYMBOLIC,
     TENSOR, TOKENIZER,
-    TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, symbolic,
+    TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, literal_of, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier, string_value
 from .project import PROJECT_SOURCE
@@ -194,8 +194,10 @@ class CallEvaluator:
         if literal is not None:
             return Device(CUDA, literal)
         if value.kind == HOST:
+            if isinstance(literal_of(value), int) and not isinstance(literal_of(value), bool):
+                return Device(CUDA, literal_of(value))  # `gpu=0` bound by the call
             if api.is_device_name(last_identifier(expr)):
-                return Device(CUDA)
+                return Device(CUDA, key=PER_RANK)  # `args.gpu`, `local_rank`: an index each process picks
             return UNKNOWN
         name = last_identifier(expr)
         if api.is_dtype_name(name):
@@ -231,7 +233,9 @@ class CallEvaluator:
                 if target is not None and target.known:
                     return target
             index = integer_value(positional[0].node.value) if positional else None
-            target = self.accelerator_literal(Device(CUDA, index), env, node)
+            # `.cuda(args.gpu)`: an index computed at run time, one GPU per process
+            key = PER_RANK if positional and index is None else ""
+            target = self.accelerator_literal(Device(CUDA, index, key), env, node)
             self.note_placement(target, None, node, env, bare_cuda=True)
             return target
         for arg in positional:  # `.to(device)`, `.to(other)`, `.to(device, dtype)`, `.to(dtype)`
