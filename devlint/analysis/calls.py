@@ -194,6 +194,8 @@ class CallEvaluator:
         if literal is not None:
             return Device(CUDA, literal)
         if value.kind == HOST:
+            if value.literal == (None,):  # `device=None` (a default left alone): the default device
+                return env.default_device
             if isinstance(literal_of(value), int) and not isinstance(literal_of(value), bool):
                 return Device(CUDA, literal_of(value))  # `gpu=0` bound by the call
             if api.is_device_name(last_identifier(expr)):
