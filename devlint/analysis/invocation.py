@@ -14,12 +14,12 @@ point reaches are analysed with).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from .lattice import ANY, HOST, LIST, TUPLE, UNKNOWN_VALUE, Value, container_of
+from .lattice import LIST, TUPLE, UNKNOWN_VALUE, Value, container_of
 
 #: Contexts one function may be interpreted in before calls use its generic summary.
 MAX_CONTEXTS = 8
@@ -57,7 +57,6 @@ class CallSite:
     heat: str = ""
     recording: bool = True
     default_device: object = None
-    extra: Tuple = field(default=())
 
 
 def bind_parameters(params: cst.Parameters, site: CallSite, receiver: Optional[Value],
@@ -119,14 +118,7 @@ def abstract(value: Value) -> tuple:
 
 def context_key(function: cst.FunctionDef, bound: Dict[str, Value], site: CallSite) -> tuple:
     return (id(function), tuple((name, abstract(value)) for name, value in bound.items()),
-            site.guarded, site.heat, site.recording, site.default_device, site.extra)
-
-
-def informative(bound: Dict[str, Value]) -> bool:
-    """Is a context worth interpreting: does the call tell the callee anything its generic run
-    does not know?"""
-    return any(value.kind not in (ANY, HOST) or value.device.known or value.literal is not None
-               for value in bound.values())
+            site.guarded, site.heat, site.recording, site.default_device)
 
 
 def set_fields(receiver_name: str, seeded: Dict[str, Value], final: Dict[str, Value]) -> Dict[str, Value]:

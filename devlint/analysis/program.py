@@ -1,11 +1,12 @@
 """One file as a whole: module-level code, classes, functions and their summaries.
 
-The module body is interpreted first, in order; a function called from it
-is analysed on demand with the module state of that moment (as Python would
-run it), every other function afterwards with the final module state.  Each
-function is analysed once: its facts are recorded once and its return value
-is its summary, specialised at call sites by substituting the devices of the
-arguments for symbolic parameter devices.
+The module body is interpreted first, in order. A call of a function, method,
+constructor or `forward` of this file is interpreted in the caller's context
+(`contexts.py`: arguments bound, the caller's state passed in, effects brought
+back, memoised per abstract context). Afterwards every function gets its
+generic run with symbolic parameters and the final module state: silent for
+functions some call reached, recording for the others (library code), and
+its return value is the summary other files and capped calls use.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from .env import Env
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState
 from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
-from .invocation import informative, site_from, bind_parameters
+from .invocation import site_from
 from .lattice import (
     ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
     SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, join_paths, symbolic,
@@ -324,14 +325,9 @@ class Program:
             self.contexts.heap.allocate(id(node), {key[len("self."):]: value for key, value in info.attrs.items()})
         return instance
 
-    def _invoke(self, info: "FunctionInfo", receiver: Optional[Value], node: cst.Call, args, caller, env: Env,
-                require_information: bool = False):
+    def _invoke(self, info: "FunctionInfo", receiver: Optional[Value], node: cst.Call, args, caller, env: Env):
         """Interpret `info` for this call (see `contexts.py`); None when it cannot be."""
         site = site_from(node, args, env.guarded, caller.call_heat, caller.recording, env.default_device)
-        if require_information:
-            bound = bind_parameters(info.node.params, site, receiver, lambda p: UNKNOWN_VALUE)
-            if not informative(bound):
-                return None
         done = self.contexts.invoke(info, receiver, site, caller, env)
         if done is not None and done.result.kind == OPTIMIZER and done.result.origin is not None:
             # an optimizer a helper builds is, for this caller, built here (where the order matters)
