@@ -9,17 +9,20 @@ one abstract object; its fields are then a summary of all of them.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Set, Tuple
 
 from .env import moved_copy
 from .lattice import Value, join_values
 
 
 class Heap:
-    __slots__ = ("_fields", "optimizer_state")
+    __slots__ = ("_fields", "_holders", "optimizer_state")
 
     def __init__(self) -> None:
         self._fields: Dict[int, Dict[str, Value]] = {}
+        #: object -> the (object, field) places that may hold it: a move visits those only, so its
+        #: cost does not grow with the size of the heap
+        self._holders: Dict[int, Set[Tuple[int, str]]] = {}
         #: optimizer (by the node that built it) -> where CPU state was created or loaded into it,
         #: through whichever alias (`self.opt.load_state_dict(...)` in a helper object)
         self.optimizer_state: Dict[int, object] = {}
@@ -38,6 +41,8 @@ class Heap:
 
     def allocate(self, ident: int, fields: Dict[str, Value]) -> None:
         """A new object: its constructor's fields (a later allocation at the same site joins in)."""
+        for name, value in fields.items():
+            self._index(ident, name, value)
         known = self._fields.get(ident)
         if known is None:
             self._fields[ident] = dict(fields)
@@ -48,8 +53,10 @@ class Heap:
 
     def replace_identity(self, ident: int, moved: Value, weak: bool = False) -> None:
         """An object moved in place: the fields that hold it see the move."""
-        for fields in self._fields.values():
-            for name, value in list(fields.items()):
+        for owner, name in list(self._holders.get(ident, ())):
+            fields = self._fields.get(owner, {})
+            value = fields.get(name)
+            if value is not None:
                 after = moved_copy(value, ident, moved, weak)
                 if after is not value:
                     fields[name] = after
@@ -59,3 +66,13 @@ class Heap:
         fields = self._fields.setdefault(ident, {})
         old = fields.get(name)
         fields[name] = value if strong or old is None else join_values(old, value)
+        self._index(ident, name, fields[name])
+
+    def _index(self, owner: int, name: str, value: Value) -> None:
+        stack, depth = [value], 0
+        while stack and depth < 64:  # containers of containers: a bounded look
+            current = stack.pop()
+            depth += 1
+            if current.ident is not None:
+                self._holders.setdefault(current.ident, set()).add((owner, name))
+            stack.extend(current.items)
