@@ -459,7 +459,7 @@ class CallEvaluator:
         facts = self.program.facts
         if qualname in api.DATA_PARALLEL:
             wrapper = "DataParallel"
-            if inner.kind == MODULE and inner.device.is_accelerator and _is_move(inner.origin) and self.recording:
+            if inner.kind == MODULE and inner.device.is_accelerator and is_move_call(inner.origin) and self.recording:
                 facts.moves_before_wrap.append(MoveBeforeWrap(node, inner.origin))
         else:
             wrapper = "DistributedDataParallel" if has_ids else ""
@@ -906,13 +906,13 @@ class CallEvaluator:
         return UNKNOWN_VALUE
 
 
-def _is_move(node) -> bool:
-    """Did the module get its device from `.cuda()`/`.to()` (rather than being built there)?"""
+def is_move_call(node) -> bool:
+    """Is `node` a `.to(...)`/`.cuda()` call: did a value get its device there (rather than being built there)?"""
     return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
             and node.func.attr.value in api.MOVE_METHODS)
 
 
-def _owning_module(value: Value, depth: int = 0) -> Value:
+def _owning_module(value: Value) -> Value:
     """The module all the parameters inside `value` (lists, dicts, param groups) belong to, seen as
     a module value where those parameters are; unknown when there are several or none."""
     owners = set()

@@ -36,9 +36,6 @@ class Heap:
     def get(self, ident: Optional[int], name: str) -> Optional[Value]:
         return self.fields(ident).get(name)
 
-    def has(self, ident: Optional[int]) -> bool:
-        return ident is not None and ident in self._fields
-
     def allocate(self, ident: int, fields: Dict[str, Value]) -> None:
         """A new object: its constructor's fields (a later allocation at the same site joins in)."""
         for name, value in fields.items():

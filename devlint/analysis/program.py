@@ -21,6 +21,7 @@ import libcst as cst
 from . import torch_api as api
 from .env import Env
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState
+from .calls import is_move_call
 from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
 from .invocation import site_from
@@ -396,7 +397,7 @@ class Program:
         owner = interp.scope.owner
         if not interp.scope.in_module_init:
             attribute = _self_attribute_under(target.value)
-            if owner is not None and attribute is not None and value.kind == MODULE and _is_move_node(value.origin):
+            if owner is not None and attribute is not None and value.kind == MODULE and is_move_call(value.origin):
                 self.moved_by_hand.add((owner.name, attribute))
             return
         container = interp.eval(target.value, env)
@@ -710,12 +711,6 @@ def _informative(value: Value) -> bool:
     if value.kind in (MODULE, LOADER, OPTIMIZER):
         return True
     return value.kind in (DEVICE, TENSOR, BATCH) and value.device.known
-
-
-def _is_move_node(node) -> bool:
-    """Is `node` a `.to(...)`/`.cuda()` call?"""
-    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in api.MOVE_METHODS)
 
 
 def _self_attribute_under(node: cst.BaseExpression) -> Optional[str]:
