@@ -80,7 +80,8 @@ def analyse_text(text: str, path: str, enabled: FrozenSet[str], place: Optional[
             return [], summary
         context = RuleContext(module, fallback_style, text)
         findings = [(rule, finding) for rule in rules for finding in rule.check(facts, context)]
-        diagnostics = [_diagnostic(rule, finding, path, context) for rule, finding in findings]
+        diagnostics = [_diagnostic(rule, finding, path, context, facts.chains.get(id(finding.node)))
+                       for rule, finding in findings]
     except RecursionError:
         return _engine(AnalysisLimitRule, path, 1, 0, "too deeply nested to analyse; file skipped", enabled), None
     except Exception as error:  # noqa: BLE001 - never a traceback for the user's file
@@ -139,9 +140,10 @@ def syntax_error(text: str, error: Exception) -> Tuple[int, int, str]:
     return 1, 0, f"cannot parse: {type(error).__name__}"
 
 
-def _diagnostic(rule, finding, path: str, context: RuleContext) -> Diagnostic:
+def _diagnostic(rule, finding, path: str, context: RuleContext, chain=None) -> Diagnostic:
     code_range = context.range_of(finding.node)
-    return Diagnostic(rule.code, rule.name, rule.severity, finding.message, path,
+    message = finding.message + context.call_chain(chain)
+    return Diagnostic(rule.code, rule.name, rule.severity, message, path,
                       code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column,
                       _fix_of(finding))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import List, NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -364,6 +364,14 @@ class CallEvaluator:
         self.program.contexts.heap.replace_identity(ident, moved, weak)
         self.moves.append((ident, moved, weak))
 
+    def note_part_left_behind(self, key: str, owner: Value, statement: cst.CSTNode, env) -> None:
+        """A part of a module on the accelerator was replaced by a new CPU module: calls and wrappers
+        of the module see that until it moves again."""
+        partial = replace(owner, stray=statement)
+        if owner.ident is not None:
+            self.note_moved(owner.ident, partial, env)
+        env.values[key] = partial
+
     def escape(self, args: List[Arg], env) -> None:
         """Modules handed to code we cannot see may be moved by it (hooks, dispatch, offload)."""
         for arg in args:
@@ -427,8 +435,8 @@ class CallEvaluator:
                 scalar = True
             elif isinstance(data, cst.Name) and data.value in ("True", "False"):
                 scalar = True
-            elif not isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):
-                scalar = None
+            elif not isinstance(data, (cst.List, cst.Tuple, cst.ListComp)) and args[0].value.kind not in (LIST, TUPLE):
+                scalar = None  # (a Python list or tuple, however it got here, makes at least one dimension)
         elif name in api.LIKE_FACTORIES and args:
             scalar = args[0].value.scalar
         return Value(kind=TENSOR, device=device, origin=node, source=self.factory_source,
@@ -467,6 +475,9 @@ class CallEvaluator:
             facts.distributed.requires_accelerator |= has_ids
             if has_ids and inner.kind == MODULE and inner.device.is_cpu and module and self.first_time("parallel", inner, node):
                 facts.parallel_on_cpu.append(ParallelOnCpu(node, module, "DistributedDataParallel"))
+            part = _replaced_part(inner)
+            if has_ids and part is not None and self.first_time("part", inner, node):
+                facts.parallel_on_cpu.append(ParallelOnCpu(node, part, "DistributedDataParallel"))
         first_id = _first_literal_id(ids.node.value) if has_ids else None
         fixed = inner.device.kind in (CUDA, SELECTED) and inner.device.index is not None and inner.device.key != PER_RANK
         if first_id is not None and module and fixed and inner.device.index != first_id and self.recording:
@@ -476,7 +487,7 @@ class CallEvaluator:
             # `device_ids=[rank]` while the module sits on one constant GPU: every other rank is wrong
             facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, None, per_rank))
         return Value(kind=MODULE, device=inner.device, origin=inner.origin or node, ident=inner.ident,
-                     cls=inner.cls, stateful=True, scatters=wrapper)
+                     cls=inner.cls, stateful=True, scatters=wrapper, stray=inner.stray if wrapper == "DataParallel" else None)
 
     def note_process_group(self, node: cst.Call, args: List[Arg]) -> None:
         evidence = self.program.facts.distributed
@@ -566,6 +577,8 @@ class CallEvaluator:
         return Value(kind=MODULE, device=device, origin=node, ident=id(node), stateful=True, cls="pretrained model")
 
     def check_host_conversion(self, expr, value: Value, node, api_name: str) -> None:
+        if value.kind == TUPLE and value.items:  # `np.sum([a, b])`: the tensors it holds
+            value = join_all(list(value.items))
         if value.kind in (TENSOR, BATCH) and (value.device.is_accelerator or value.device.kind == SYMBOLIC):
             if self.report_once(value, expr):
                 self.program.facts.host_conversions.append(HostConversion(node, Operand(expr, value), api_name))
@@ -690,17 +703,18 @@ class CallEvaluator:
             if key is not None:
                 env.values[key] = receiver.with_device(UNKNOWN)
             return UNKNOWN_VALUE
-        if name in _MODULE_CALL_METHODS:
+        if name in _MODULE_CALL_METHODS and not (name == "generate" and self.program.defines(receiver.cls, name)):
+            # (a `generate` the file writes itself is read like any method: it may move its input)
             return self.module_call(receiver, receiver_node, node, args, name if name != "__call__" else "call", env)
         if name in _MODULE_SAME_METHODS:
             return receiver
         if name in ("parameters", "buffers", "named_parameters", "named_buffers", "children", "modules",
                     "named_children", "named_modules"):
             if name.endswith(("children", "modules")):  # submodules: part of the receiver (`owner`)
-                element = Value(kind=MODULE, device=receiver.device, origin=receiver.origin,
+                element = Value(kind=MODULE, device=receiver.device, origin=receiver.origin, via=receiver.via,
                                 owner=receiver.ident if receiver.ident is not None else receiver.owner)
             else:  # a parameter knows its module: it moves with it, and so does an optimizer built on it
-                element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, parameter=True,
+                element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, parameter=True,
                                 owner=receiver.ident)
             if name.startswith("named_"):
                 element = Value(kind=TUPLE, items=(Value(kind=HOST), element))
@@ -761,31 +775,43 @@ class CallEvaluator:
             if self.first_time("parallel", callee, node):
                 self.program.facts.parallel_on_cpu.append(ParallelOnCpu(node, Operand(callee_node, callee), "DataParallel"))
             return Value(kind=TENSOR, origin=node)  # reported here: what it returns is no new root cause
-        if callee.stateful is False:  # a loss or activation module: its inputs meet each other
+        part = _replaced_part(callee)
+        if part is not None and self.first_time("part", callee, node):
+            if callee.scatters:
+                self.program.facts.parallel_on_cpu.append(ParallelOnCpu(node, part, callee.scatters))
+            else:
+                self.program.facts.mismatches.append(DeviceMismatch(
+                    node, MODEL_CALL, Operand(callee_node, callee), part, operation, replaced_by=callee.stray))
+            return Value(kind=TENSOR, origin=node)  # reported here: what it returns is no new root cause
+        own_forward = env is not None and operation in ("call", "forward") and callee.cls in self.program.classes
+        if callee.stateful is False and not own_forward:  # a loss or activation module: its inputs meet each other
             label = dotted_name(callee_node) if isinstance(callee_node, (cst.Name, cst.Attribute)) else None
             return self.check_operands(node, inputs, f"{label}(...)" if label else operation, arithmetic=False)
         device = callee.device
-        if device.known and not callee.scatters:
+        reported: Set[int] = set()
+        if device.known and not callee.scatters and callee.stateful is not False:
             checked = inputs if callee.cls in api.RECURRENT_NN_CLASSES else self.main_inputs(args)
             for expr, whole in checked:
                 parts = whole.items if whole.kind == TUPLE else (whole,)  # an (h0, c0) pair is one input
                 wrong = [v for v in parts if placed(v) and conflicts(device, v.device) and v.scalar is not True]
                 if wrong:
+                    reported.add(id(expr))
                     self.record_mismatch(node, MODEL_CALL, Operand(callee_node, callee), Operand(expr, wrong[0]), operation)
                     if device.is_cpu:
                         device = UNKNOWN  # a model left on the CPU: its outputs are no new root cause
         if env is not None and operation in ("call", "forward") and callee.cls:
             # An input on the wrong device was reported here: inside `forward` it is taken to be where
             # the module is, so that one root cause gives one finding and the body is still checked.
-            if callee.device.known:
-                args = [Arg(a.node, replace(a.value, device=callee.device))
-                        if placed(a.value) and conflicts(callee.device, a.value.device) else a for a in args]
+            # The other arguments reach `forward` as they are (a CPU `voice` it concatenates).
+            if reported:
+                args = [Arg(a.node, replace(a.value, device=callee.device)) if id(a.node.value) in reported else a
+                        for a in args]
             result = self.program.call_forward(callee, node, args, self, env)
             if result is not None and (result.kind in (TUPLE, LIST, BATCH, OBJECT) or result.device.known):
                 # what this module's own `forward` returns for these inputs; for messages, a tensor
                 # got its device at this call
-                return replace(result, origin=node) if result.kind == TENSOR else result
-        if not device.known:
+                return replace(result, origin=node, via=None) if result.kind == TENSOR else result
+        if not device.known or callee.stateful is False:  # (a module without weights computes where its inputs are)
             accelerated = [v for _, v in inputs if placed(v) and not v.device.is_cpu]
             device = accelerated[0].device if accelerated else UNKNOWN
         shaped = callee.cls not in self.program.classes and api.nn_output_is_shaped(callee.cls)
@@ -807,7 +833,7 @@ class CallEvaluator:
         if name in api.TO_NUMPY_METHODS:
             self.check_host_conversion(receiver_node, receiver, node, f".{name}()")
             return Value(kind=HOST, source=SOURCE_LOADER if receiver.source == SOURCE_LOADER else "",
-                         origin=receiver.origin)
+                         origin=receiver.origin, via=receiver.via)
         if name in api.HOST_RESULT_METHODS:
             return Value(kind=HOST)
         if name in api.NEW_METHODS:
@@ -830,9 +856,9 @@ class CallEvaluator:
                 return replace(result, scalar=None)
             return result
         if name in api.SPLITTING_METHODS and args:
-            return Value(kind=BATCH, device=receiver.device, origin=receiver.origin, source=receiver.source)
+            return Value(kind=BATCH, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source)
         if name in api.REDUCTIONS or name in api.SPLITTING_METHODS:
-            return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source, scalar=None)
+            return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source, scalar=None)
         if name in api.PAIRED_ARGUMENT_METHODS:
             keyword = api.PAIRED_ARGUMENT_METHODS[name]
             paired = next((a for a in args if a.keyword == keyword), None)
@@ -848,11 +874,11 @@ class CallEvaluator:
             return receiver
         if name in api.NOT_IN_PLACE:
             return Value(kind=HOST)
-        return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source,
+        return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
                      scalar=receiver.scalar, parameter=False)
 
     def batch_method(self, receiver, receiver_node, name, node, args, env, discarded) -> Optional[Value]:
-        element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source,
+        element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
                         scalar=False if receiver.source else None)
         if name in api.MOVE_METHODS:
             target = self.move_target(name, node, args, env)
@@ -888,11 +914,11 @@ class CallEvaluator:
         if key is not None:
             existing = []
             if receiver.kind == BATCH:
-                existing = [Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, source=receiver.source)]
+                existing = [Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source)]
             elif receiver.items:
                 existing = list(receiver.items) if receiver.kind == TUPLE else [receiver.items[0]]
             updated = container_of(existing + [added], receiver.cls or "list")
-            env.values[key] = replace(updated, origin=receiver.origin)
+            env.values[key] = replace(updated, origin=receiver.origin, via=receiver.via)
         return Value(kind=HOST)
 
     def tokenizer_call(self, name: str, node: cst.Call, args: List[Arg]) -> Value:
@@ -954,3 +980,11 @@ def _parameters_owner(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
             and isinstance(expr.func.value, (cst.Name, cst.Attribute))):
         return expr.func.value
     return None
+
+
+def _replaced_part(module: Value) -> Optional[Operand]:
+    """The part a module left on the CPU (`model.fc = nn.Linear(...)` after its move), as an operand."""
+    statement = module.stray
+    if not isinstance(statement, cst.Assign) or module.kind != MODULE:
+        return None
+    return Operand(statement.targets[0].target, Value(kind=MODULE, device=CPU, origin=statement.value, stateful=True))

@@ -11,12 +11,14 @@ and the caller falls back to the callee's generic summary.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
 from . import torch_api as api
 from .env import Env
+from .facts import fact_counts, note_callers
 from .heap import Heap
 from .interpreter import Interpreter, Scope
 from .invocation import (
@@ -63,6 +65,7 @@ class ContextRunner:
         if receiver is not None and _is_static(info):
             bound = bind_parameters(info.node.params, site, None, lambda p: self.default_value(info, p))
             receiver = None
+        site.from_module_level = caller.scope.owner is None and not caller.scope.method
         key = context_key(info.node, bound, site)
         done = self.memo.get(key)
         if done is None:
@@ -78,7 +81,7 @@ class ContextRunner:
             if site.recording:
                 self.reached.add(node_id)
         self._apply(done, caller, caller_env)
-        return done
+        return replace(done, result=_returned_through(done.result, site, bound))
 
     def _run(self, info: "FunctionInfo", receiver: Optional[Value], bound: Dict[str, Value],
              site: CallSite) -> Invocation:
@@ -99,7 +102,10 @@ class ContextRunner:
         for name, value in bound.items():
             env.values[name] = value
         before = dict(bound)
+        counts = fact_counts(program.facts)
         final = interp.exec_block(info.node.body.body, env)
+        if not site.from_module_level:  # (`main()` under `if __name__ == "__main__":` is no condition)
+            note_callers(program.facts, counts, f"{owner.name}.{info.name}" if owner is not None else info.name, site.node)
         if interp.yields:  # a generator: iterating it gives what it yields
             result = Value(kind=LIST, items=(join_all(interp.yields),), cls="generator")
         elif interp.returns:
@@ -118,11 +124,13 @@ class ContextRunner:
                           interp.encloses)
 
     def _apply(self, done: Invocation, caller: Interpreter, env: Env) -> None:
+        # Moves first: a field the callee set after a move (`self.model = DataParallel(net.cuda())`)
+        # already holds what the move made, and must not be rewritten by it.
+        for ident, moved, weak in done.moved:
+            caller.note_moved(ident, moved, env, weak)
         for ident, field, value in done.fields:
             self.heap.store(ident, field, value)
         touched = {ident for ident, _, _ in done.fields}
-        for ident, moved, weak in done.moved:
-            caller.note_moved(ident, moved, env, weak)
         if touched:
             env.forget_fields(touched)
         if done.cuda_initialised is not None and caller.cuda_initialised is None:
@@ -157,7 +165,7 @@ class ContextRunner:
         seen = {}
         for field, value in fields.items():
             if receiver.kind == MODULE and owner is not None and info.name != "__init__":
-                value = program.follows_module(value, owner, receiver.device)
+                value = program.follows_module(value, owner, receiver.device, receiver.origin)
             seen[f"{name}.{field}"] = value
         return seen
 
@@ -167,6 +175,20 @@ class ContextRunner:
             values = [self.heap.get(ident, attr) for ident in base.aliases]
             return join_all(values) if values and all(v is not None for v in values) else None
         return self.heap.get(base.ident, attr)
+
+
+def _returned_through(result: Value, site: CallSite, bound: Dict[str, Value]) -> Value:
+    """A value the callee made (not one of its arguments handed back) came back through this call."""
+    given = {id(value.origin) for value in bound.values() if value.origin is not None}
+
+    def through(value: Value) -> Value:
+        if value.origin is None or id(value.origin) in given:
+            return value
+        return replace(value, via=site.node)
+
+    if result.items:
+        return replace(through(result), items=tuple(through(item) for item in result.items))
+    return through(result)
 
 
 def _is_static(info: "FunctionInfo") -> bool:

@@ -8,7 +8,7 @@ they never look at the tree themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -32,6 +32,8 @@ class DeviceMismatch:
     anchor: Operand         # the module, or the operand already on the device
     offender: Operand       # the value on the wrong device
     operation: str          # what fails, for messages: "model call", "torch.cat", "+"
+    #: the offender is a part of the anchor module, put back on the CPU by this assignment
+    replaced_by: Optional[cst.CSTNode] = None
 
 
 @dataclass(frozen=True)
@@ -196,9 +198,45 @@ class FileFacts:
     host_syncs: List[HostSync] = field(default_factory=list)
     waste: List[HotPathWaste] = field(default_factory=list)
     loader_feeds: List[LoaderFeed] = field(default_factory=list)
+    #: facts found only while a function ran for one call: id(fact) -> (callee, call) pairs,
+    #: innermost call first
+    callers: Dict[int, Tuple[Tuple[str, cst.CSTNode], ...]] = field(default_factory=dict)
+    #: the same by id(node), for findings (see `caller_chains`), set once all facts are in
+    chains: Dict[int, Tuple[Tuple[str, cst.CSTNode], ...]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return any(bool(getattr(self, name)) for name in _FACT_LISTS) or bool(self.distributed.shared_placements)
 
 
-_FACT_LISTS = tuple(name for name in FileFacts.__dataclass_fields__ if name not in ("distributed", "requirements"))
+_FACT_LISTS = tuple(name for name in FileFacts.__dataclass_fields__
+                    if name not in ("distributed", "requirements", "callers", "chains"))
+#: facts that hold for a value a caller passed in or the heat of the caller's loop: their messages
+#: name the call they depend on
+CALLER_DEPENDENT = ("mismatches", "host_conversions", "parallel_on_cpu", "device_ids_mismatches",
+                    "host_syncs", "waste")
+
+
+def fact_counts(facts: FileFacts) -> Dict[str, int]:
+    return {name: len(getattr(facts, name)) for name in CALLER_DEPENDENT}
+
+
+def note_callers(facts: FileFacts, since: Dict[str, int], callee: str, call: cst.CSTNode) -> None:
+    """The facts recorded since `since` were found while `callee` ran for `call`."""
+    for name, count in since.items():
+        for fact in getattr(facts, name)[count:]:
+            facts.callers[id(fact)] = facts.callers.get(id(fact), ()) + ((callee, call),)
+
+
+def caller_chains(facts: FileFacts) -> Dict[int, Tuple[Tuple[str, cst.CSTNode], ...]]:
+    """id(node) -> the call chain a finding there depends on. A node where some fact holds on its
+    own (found outside any call) has no chain."""
+    chains: Dict[int, Tuple[Tuple[str, cst.CSTNode], ...]] = {}
+    unconditional = set()
+    for name in CALLER_DEPENDENT:
+        for fact in getattr(facts, name):
+            found = facts.callers.get(id(fact), ())
+            if not found:
+                unconditional.add(id(fact.node))
+            else:
+                chains.setdefault(id(fact.node), found)
+    return {key: chain for key, chain in chains.items() if key not in unconditional}

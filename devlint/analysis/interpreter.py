@@ -287,14 +287,19 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             self.frames.pop()
 
     def _fixpoint(self, head: Env, run_once) -> Env:
+        # The first iteration runs on the state the loop is entered with: what it finds is sure
+        # (`idx` is the CPU prompt the first time `model(idx)` runs, whatever the loop makes of it
+        # later), so it records, placement facts included. The other iterations only widen.
+        after = run_once(head.copy())
+        widened = join_envs(head, after)
         self.silent += 1
         try:
-            for _ in range(MAX_LOOP_ITERATIONS):
-                after = run_once(head.copy())
-                widened = join_envs(head, after)
+            for _ in range(MAX_LOOP_ITERATIONS - 1):
                 if widened == head:
                     break
                 head = widened
+                after = run_once(head.copy())
+                widened = join_envs(head, after)
             else:
                 head = _widen(head, join_envs(head, run_once(head.copy())))
         finally:
@@ -397,6 +402,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 if owner is not None and owner.ident is not None and owner.kind in (MODULE, OBJECT):
                     # the object's field, seen by every alias and method (weakly when it is one of several)
                     self.program.contexts.heap.store(owner.ident, target.attr.value, value, strong=not owner.aliases)
+                if owner is not None and _left_behind(owner, value):
+                    self.note_part_left_behind(key.rsplit(".", 1)[0], owner, statement, env)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements
             for index, element in enumerate(elements):
@@ -423,7 +430,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if value.source == "device-aware" and value.kind == ANY:
             return value  # `model, loader = accelerator.prepare(model, loader)`
         if value.kind == TENSOR:  # `values, indices = torch.max(t, 1)`, `a, b = t.chunk(2)`
-            return Value(kind=TENSOR, device=value.device, origin=value.origin, source=value.source)
+            return Value(kind=TENSOR, device=value.device, origin=value.origin, via=value.via, source=value.source)
         return UNKNOWN_VALUE
 
     def element_of(self, iterable: Value, node: cst.BaseExpression, origin: cst.CSTNode, env: Optional[Env] = None) -> Value:
@@ -438,18 +445,18 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if kind == LOADER and iterable.origin is not None:
                 self.program.batch_loaders[id(origin)] = iterable.origin
             if kind == LOADER and iterable.device.known and not iterable.device.is_cpu:
-                return Value(kind=BATCH, device=iterable.device, origin=iterable.origin)  # a dataset already on the device
+                return Value(kind=BATCH, device=iterable.device, origin=iterable.origin, via=iterable.via)  # a dataset already on the device
             return Value(kind=BATCH, device=api.CPU, origin=origin, source=SOURCE_LOADER)
         if kind == LIST:
             return iterable.items[0] if iterable.items else UNKNOWN_VALUE
         if kind == TUPLE:
             return join_all(iterable.items)
         if kind in (BATCH, TENSOR):
-            return Value(kind=TENSOR, device=iterable.device, origin=iterable.origin, source=iterable.source)
+            return Value(kind=TENSOR, device=iterable.device, origin=iterable.origin, via=iterable.via, source=iterable.source)
         if kind == HOST and iterable.source == SOURCE_LOADER:  # rows of a batch turned into numpy
             return iterable
         if kind == MODULE:  # iterating a ModuleList/Sequential yields its submodules
-            return Value(kind=MODULE, device=iterable.device, origin=iterable.origin, stateful=None)
+            return Value(kind=MODULE, device=iterable.device, origin=iterable.origin, via=iterable.via, stateful=None)
         return UNKNOWN_VALUE
 
     # --- expressions ------------------------------------------------------------
@@ -505,16 +512,16 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return self.program.place.value(qualname, node) or Value(kind=REF, cls=qualname)
         if kind in (TENSOR, BATCH):
             if attr == "device":
-                return Value(kind=DEVICE, device=base.device, origin=base.origin)
+                return Value(kind=DEVICE, device=base.device, origin=base.origin, via=base.via)
             if attr in api.HOST_ATTRIBUTES or attr in api.HOST_OUTPUT_ATTRIBUTES:
                 return Value(kind=HOST)
-            return Value(kind=TENSOR, device=base.device, origin=base.origin, source=base.source,
+            return Value(kind=TENSOR, device=base.device, origin=base.origin, via=base.via, source=base.source,
                          scalar=base.scalar if attr in ("T", "mT", "data", "grad") else None)
         if kind == MODULE:
             if attr == "device":
-                return Value(kind=DEVICE, device=base.device, origin=base.origin)
+                return Value(kind=DEVICE, device=base.device, origin=base.origin, via=base.via)
             if attr in ("weight", "bias"):
-                return Value(kind=TENSOR, device=base.device, origin=base.origin, parameter=True)
+                return Value(kind=TENSOR, device=base.device, origin=base.origin, via=base.via, parameter=True)
             if attr == "module":  # DataParallel(model).module
                 return replace(base, scatters="")
             return self.program.class_attribute(base, attr)
@@ -644,7 +651,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         for element in node.slice:
             self.eval_children(element, env)
         if base.kind in (TENSOR, BATCH):
-            return Value(kind=TENSOR, device=base.device, origin=base.origin, source=base.source,
+            return Value(kind=TENSOR, device=base.device, origin=base.origin, via=base.via, source=base.source,
                          scalar=False if base.kind == BATCH and base.source else None)
         if base.kind == TUPLE and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             index = node.slice[0].slice.value
@@ -656,7 +663,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if base.kind == LIST and base.items:
             return base.items[0]
         if base.kind == MODULE:  # nn.Sequential / ModuleList indexing
-            return Value(kind=MODULE, device=base.device, origin=base.origin, stateful=None)
+            return Value(kind=MODULE, device=base.device, origin=base.origin, via=base.via, stateful=None)
         return UNKNOWN_VALUE
 
     def eval_BinaryOperation(self, node: cst.BinaryOperation, env: Env) -> Value:
@@ -769,6 +776,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def exits(self, qualname: str) -> bool:
         return qualname in _EXITS
+
+
+def _left_behind(owner: Value, part: Value) -> bool:
+    """`model.fc = nn.Linear(...)` once `model` is on an accelerator: the new part is on the CPU."""
+    return (owner.kind == MODULE and owner.device.is_accelerator and owner.stray is None
+            and part.kind == MODULE and part.stateful is True and part.device.is_cpu and not part.scatters)
 
 
 def mentions_device(expression: cst.BaseExpression) -> bool:

@@ -57,6 +57,7 @@ class CallSite:
     heat: str = ""
     recording: bool = True
     default_device: object = None
+    from_module_level: bool = False  # the caller is the module's own code (an entry point)
 
 
 def bind_parameters(params: cst.Parameters, site: CallSite, receiver: Optional[Value],

@@ -182,9 +182,16 @@ class Value:
     alternatives: Tuple["Value", ...] = ()
     host_copy: bool = False                # a CPU tensor copied here from host data (numpy)
     owner: Optional[int] = None            # parameters: the module (allocation site) they belong to
+    #: the call that returned it, when it was made inside the callee (`text_to_token_ids(...)`):
+    #: messages name both lines. Not part of the value's identity.
+    via: Optional[cst.CSTNode] = field(default=None, compare=False, hash=False)
+    #: modules: the assignment that replaced a part with a new CPU module after the module moved
+    #: (`model.fc = nn.Linear(...)` after `model.to(device)`); the next move takes it along
+    stray: Optional[cst.CSTNode] = None
 
     def with_device(self, device: Device, origin: Optional[cst.CSTNode] = None, **changes) -> "Value":
         changes.setdefault("alternatives", ())
+        changes.setdefault("stray", None)
         return replace(self, device=device, origin=origin if origin is not None else self.origin, **changes)
 
     @property
@@ -208,11 +215,18 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     for empty, other in ((a, b), (b, a)):
         if empty.kind == HOST and empty.literal == (None,) and other.kind in (TENSOR, BATCH, MODULE):
             return other
+    # An empty list on one path and the list filled in a loop on the other: the filled one.
+    for empty, filled in ((a, b), (b, a)):
+        if empty.kind == LIST and not empty.items and filled.kind in (LIST, BATCH) and (filled.items or filled.kind == BATCH):
+            return filled
+    # A list written out (`[x]`) on one path and grown by `append` on the other: one list of both.
+    for written, grown in ((a, b), (b, a)):
+        if written.kind == TUPLE and written.cls == "list" and grown.kind in (LIST, BATCH):
+            element = grown.items[0] if grown.kind == LIST and grown.items else grown
+            if grown.kind == BATCH:
+                element = Value(kind=TENSOR, device=grown.device, origin=grown.origin, source=grown.source)
+            return replace(container_of(list(written.items) + [element], "list"), origin=written.origin)
     if a.kind != b.kind:
-        # An empty list on one path and the list filled in a loop on the other: the filled one.
-        for empty, filled in ((a, b), (b, a)):
-            if empty.kind == LIST and not empty.items and filled.kind in (LIST, BATCH):
-                return filled
         return UNKNOWN_VALUE
     device = join_devices(a.device, b.device, availability_split)
     alternatives: Tuple[Value, ...] = ()
@@ -241,6 +255,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         aliases=_joined_aliases(a, b),
         owner=a.owner if a.owner == b.owner else None,
         alternatives=alternatives,
+        stray=a.stray if a.stray == b.stray else None,  # left behind on one path only: unknown
     )
 
 

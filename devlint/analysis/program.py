@@ -20,7 +20,7 @@ import libcst as cst
 
 from . import torch_api as api
 from .env import Env
-from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState
+from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState, caller_chains
 from .calls import is_move_call
 from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
@@ -146,6 +146,7 @@ class Program:
             for method in info.methods.values():
                 self.analyse(method, silent=id(method.node) in reached)
         self.facts.unregistered_state = [fact for fact in self.facts.unregistered_state if self._still_unregistered(fact)]
+        self.facts.chains = caller_chains(self.facts)
         _drop_repeated_facts(self.facts)
         return self.facts
 
@@ -289,13 +290,15 @@ class Program:
         if value is None:
             return UNKNOWN_VALUE
         if base.kind == MODULE:
-            return self.follows_module(value, info, base.device)
+            return self.follows_module(value, info, base.device, base.origin)
         return value
 
-    def follows_module(self, value: Value, info: ClassInfo, device: Device) -> Value:
-        """An attribute as seen after the module moved to `device`."""
+    def follows_module(self, value: Value, info: ClassInfo, device: Device, moved_at: Optional[cst.CSTNode] = None) -> Value:
+        """An attribute as seen after the module moved to `device` (at `moved_at`, for messages)."""
         if value.kind == MODULE or (value.kind == TENSOR and value.parameter):
-            return replace(value, device=device, ident=None)
+            if moved_at is not None and value.device != device:
+                return replace(value, device=device, origin=moved_at, via=None)
+            return replace(value, device=device)
         if value.kind == TENSOR and value.scalar is not True:
             # A plain tensor attribute stays where it was made. On the CPU it is a bug only if a method
             # uses it with the module's tensors: that use confirms DEV105, reported where it is stored.
@@ -421,7 +424,7 @@ class Program:
         if name is None or interp.scope.owner is None:
             return
         interp.scope.owner.buffers.add(name)
-        env.bind("self." + name, Value(kind=TENSOR, device=tensor.device, origin=tensor.origin, parameter=True))
+        env.bind("self." + name, Value(kind=TENSOR, device=tensor.device, origin=tensor.origin, via=tensor.via, parameter=True))
 
     # --- functions ----------------------------------------------------------------
 
@@ -554,6 +557,14 @@ class Program:
                 chosen.append(arg)
         chosen += [a for a in args if a.keyword is not None and (a.keyword in handled or a.keyword not in names)]
         return chosen
+
+    def defines(self, cls: str, method: str) -> bool:
+        """Does a class of this file (or a base class here) define `method`?"""
+        info = self.classes.get(cls)
+        if info is None:
+            return False
+        self.ensure_class(info)
+        return method in info.methods
 
     def call_method(self, receiver: Value, name: str, node: cst.Call, args, caller=None, env: Optional[Env] = None) -> Value:
         """A method of a class of this file; like `call_function`, the first call from a hot loop

@@ -289,6 +289,7 @@ class ProjectPlace:
         self.index = index          # None in phase 1
         self.needs: Set[tuple] = set()  # phase 1: project names whose meaning would change the analysis
         self.calls: List[list] = []     # phase 1: [callee, positional, keywords, heat, loop] of calls into the project
+        self._call_at: Dict[int, int] = {}  # id(call node) -> its entry in `calls`
 
     @property
     def accelerated(self) -> bool:
@@ -318,9 +319,15 @@ class ProjectPlace:
         if self.index is None:
             self.needs.add(("call", qualname))
             if recording:  # once per call site: not from the silent passes over a loop
-                self.calls.append([qualname, [export_value(a.value) for a in args if a.keyword is None and not a.node.star],
-                                   {a.keyword: export_value(a.value) for a in args if a.keyword is not None},
-                                   heat, loop])
+                entry = [qualname, [export_value(a.value) for a in args if a.keyword is None and not a.node.star],
+                         {a.keyword: export_value(a.value) for a in args if a.keyword is not None}, heat, loop]
+                # a loop's first iteration and its final pass both record: the final pass, which
+                # knows what the loop is, has the last word
+                if id(node) in self._call_at:
+                    self.calls[self._call_at[id(node)]] = entry
+                else:
+                    self._call_at[id(node)] = len(self.calls)
+                    self.calls.append(entry)
             return Value(kind=ANY, cls=qualname, source=PROJECT_SOURCE, origin=node)
         positional = [a.value for a in args if a.keyword is None and not a.node.star]
         keywords = {a.keyword: a.value for a in args if a.keyword is not None}

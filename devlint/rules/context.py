@@ -62,8 +62,20 @@ class RuleContext:
         device = value.device.describe()
         if value.origin is None:
             return device
-        words = _SOURCE_WORDS.get(value.source, "since line {}")
-        return f"{device} ({words.format(self.line_of(value.origin))})"
+        words = _SOURCE_WORDS.get(value.source, "since line {}").format(self.line_of(value.origin))
+        if isinstance(value.via, cst.Call) and self.line_of(value.via) != self.line_of(value.origin):
+            words += f" in `{self.text_of(value.via.func)}`, called on line {self.line_of(value.via)}"
+        return f"{device} ({words})"
+
+    def call_chain(self, chain) -> str:
+        """` (when `generate` is called from line 56)`: the calls a finding depends on, innermost first."""
+        if not chain:
+            return ""
+        callee, call = chain[0]
+        text = f" (when `{callee}` is called from line {self.line_of(call)}"
+        if len(chain) > 1:
+            text += ", via line " + ", ".join(str(self.line_of(outer)) for _, outer in chain[1:3])
+        return text + ")"
 
     def operand(self, operand: Operand) -> str:
         return f"`{self.text_of(operand.node)}`"

@@ -80,6 +80,12 @@ out = model(x)
         for mismatch in facts.mismatches:
             if mismatch.context != MODEL_CALL or _is_late_input(mismatch) or _is_factory_mix(mismatch):
                 continue
+            if mismatch.replaced_by is not None:
+                yield Finding(mismatch.node, (
+                    f"{context.operand(mismatch.anchor)} was moved to {context.where(mismatch.anchor.value)}, but "
+                    f"{context.operand(mismatch.offender)} was then replaced on line {context.line_of(mismatch.replaced_by)} "
+                    "by a new module on the CPU; move the model again after replacing the part"))
+                continue
             yield Finding(mismatch.node, (
                 f"{context.operand(mismatch.anchor)} is on {context.where(mismatch.anchor.value)} but its input "
                 f"{context.operand(mismatch.offender)} is on {context.where(mismatch.offender.value)}"),
@@ -227,7 +233,14 @@ def _anchor_device(mismatch: DeviceMismatch, context: RuleContext) -> Optional[s
     if anchor.value.kind == TENSOR and isinstance(anchor.node, (cst.Name, cst.Attribute)):
         expression = f"{context.module.code_for_node(anchor.node)}.device"
     else:
-        expression = _module_move_target(anchor.value.origin, context)
+        move = anchor.value.origin
+        # `self.head` seen from `forward` moved with its owner (`model.to(device)` elsewhere): that
+        # call names the device in its caller's words, not in this method's
+        expression = _module_move_target(move, context)
+        if (expression is not None and not expression.startswith(("self.", '"', "'"))
+                and (dotted_name(anchor.node) or "").startswith("self.")
+                and dotted_name(move.func.value) != dotted_name(anchor.node)):
+            return None
     if expression is None or expression.startswith(('"', "'")):
         return expression
     return expression if context.edits.name_bound_before(expression.split(".")[0], mismatch.node) else None
