@@ -65,6 +65,7 @@ class CallEvaluator:
         return SOURCE_STEP if self.in_stepping_code else SOURCE_CREATED
 
     def eval_call(self, node: cst.Call, env, discarded: bool) -> Value:
+        self.note_call(node)
         func = node.func
         if isinstance(func, cst.Attribute):
             key = dotted_name(func)
@@ -487,7 +488,8 @@ class CallEvaluator:
             # `device_ids=[rank]` while the module sits on one constant GPU: every other rank is wrong
             facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, None, per_rank))
         return Value(kind=MODULE, device=inner.device, origin=inner.origin or node, ident=inner.ident,
-                     cls=inner.cls, stateful=True, scatters=wrapper, stray=inner.stray if wrapper == "DataParallel" else None)
+                     cls=inner.cls, stateful=True, scatters=wrapper, stray=inner.stray if wrapper == "DataParallel" else None,
+                     wrapped_at=node)
 
     def note_process_group(self, node: cst.Call, args: List[Arg]) -> None:
         evidence = self.program.facts.distributed
@@ -534,7 +536,9 @@ class CallEvaluator:
         return api.loader_option(name == "True") if name in ("True", "False") else None
 
     def nn_module(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
-        keywords = frozenset(a.keyword for a in args if a.keyword)
+        # a loss weighted by a 0-dim tensor (`pos_weight=torch.tensor(5.0)`) mixes with GPU tensors
+        # like a number does: only weights with a shape make its device matter
+        keywords = frozenset(a.keyword for a in args if a.keyword and a.value.scalar is not True)
         stateful = api.nn_class_is_stateful(name, keywords)
         device = self.construction_device(args, env, node)
         self.note_created(id(node))
@@ -616,7 +620,9 @@ class CallEvaluator:
     def method_call(self, receiver: Value, receiver_node, name: str, node: cst.Call, args: List[Arg], env, discarded: bool) -> Value:
         self.program.note_self_call(self, receiver_node, name)
         kind = receiver.kind
-        if kind == MODULE or (kind in (ANY, OBJECT) and name in api.MOVE_METHODS and name != "to_empty"):
+        # a class of the file that writes its own `to` (a pipeline moving its parts) is read, not assumed
+        own_move = kind == OBJECT and name in api.MOVE_METHODS and self.program.defines(receiver.cls, name)
+        if kind == MODULE or (kind in (ANY, OBJECT) and name in api.MOVE_METHODS and name != "to_empty" and not own_move):
             if name in api.MOVE_METHODS:
                 return self.move_in_place(receiver, receiver_node, name, node, args, env, discarded)
             if kind == MODULE:

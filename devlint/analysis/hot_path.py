@@ -28,7 +28,7 @@ _ROUND_TRIPS = frozenset({".cpu()", ".numpy()"})
 
 
 class LoopFrame:
-    __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key")
+    __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key", "made")
 
     def __init__(self, targets: Set[str], over_loader: bool, key: Optional[int] = None) -> None:
         self.key = key            # the loop statement's identity: calls made in the same loop share it
@@ -38,6 +38,7 @@ class LoopFrame:
         self.targets = targets    # names bound by the loop header
         self.created: Set[int] = set()  # modules constructed in the body
         self.over_loader = over_loader
+        self.made: Set[int] = set()     # calls evaluated in the body (a tensor made there is made every step)
 
 
 def on_accelerator(value: Value) -> bool:
@@ -84,6 +85,8 @@ class HotPathTracker:
     stepped: bool    # this function called a model (or trained one) outside its own loops
     trained: bool
     encloses: bool   # this function steps a model inside a loop of its own
+
+    made_here: Set[int]  # calls this function run evaluated
 
     def enter_hot_function(self, trains: bool) -> None:
         """The whole body of a function called every step behaves like a loop body."""
@@ -166,7 +169,7 @@ class HotPathTracker:
         if not (target.is_accelerator or target.kind == SYMBOLIC):
             return
         if (receiver.source in (SOURCE_FACTORY, SOURCE_STEP) and not receiver.explicit_device
-                and receiver.scalar is not True and self.in_stepping_code
+                and receiver.scalar is not True and self.in_stepping_code and self.made_this_step(receiver)
                 and (last_identifier(receiver.origin) in api.GENERATING_FACTORIES or receiver.host_copy)
                 and self.first_time("created", receiver, node)):
             self.program.facts.waste.append(HotPathWaste(node, CREATED_THEN_MOVED, Operand(receiver_node, receiver)))
@@ -178,6 +181,20 @@ class HotPathTracker:
             training = any(frame.trains for frame in self.frames)
             self.program.facts.loader_feeds.append(
                 LoaderFeed(loader, node, pinned, workers, non_blocking, training, _explicit_no_workers(loader)))
+
+    def note_call(self, node: cst.Call) -> None:
+        """A call evaluated here: what it makes is made once per iteration of each loop around it."""
+        self.made_here.add(id(node))
+        for frame in self.frames:
+            frame.made.add(id(node))
+
+    def made_this_step(self, value: Value) -> bool:
+        """Was `value` made in the step being read (this loop's body, or this `forward`), not once
+        before the loop (a list of CPU batches built up front and moved one by one)?"""
+        made = {id(value.origin), id(value.via)} - {id(None)}
+        if self.frames:
+            return any(made & frame.made for frame in self.frames)
+        return bool(made & self.made_here)
 
     def note_preprocessing(self, qualname: str, args, node: cst.Call) -> None:
         if not qualname.startswith(api.PREPROCESSING_ROOTS) or not any(f.steps and f.over_loader for f in self.frames):

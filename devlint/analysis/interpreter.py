@@ -20,7 +20,7 @@ from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
-    ACCELERATOR_PATH, ANY, BATCH, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF, SOURCE_LOADER, TENSOR,
+    ACCELERATOR_PATH, ANY, BOTH_SIDES, SEVERAL_PATH, BATCH, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF, SOURCE_LOADER, TENSOR,
     TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values,
 )
 from .hot_path import is_interval_test
@@ -76,6 +76,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.return_paths: List[str] = []  # the availability path of each return
         self.yields: List[Value] = []      # what a generator yields
         self.frames = []
+        self.made_here = set()
         self.interval_depth = 0          # inside `if step % N == 0:` and the like
         self.collecting = 0              # inside the arguments of `results.append(...)`
         self.deciding = 0                # inside a test whose branch leaves the loop
@@ -238,6 +239,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 return self.exec_suite(node.orelse.body, env)
             return env
         split = self.is_device_choice(node.test, test)
+        # `if torch.cuda.device_count() > 1:` picks between several GPUs and one (or none): the
+        # other side runs on single-GPU machines too, so both sides are checked as they are
+        several = split and _needs_several_devices(node.test)
         then_env = env.copy()
         else_env = env.copy()
         for name in narrowed(node.test, api.HOST_TYPES):  # `if isinstance(a, np.ndarray):` a is no tensor there
@@ -252,6 +256,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             then_env.guarded = else_env.guarded = True
             accelerated = 1 if isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not) else 0
             then_env.path, else_env.path = (ACCELERATOR_PATH, HOST_PATH) if accelerated == 0 else (HOST_PATH, ACCELERATOR_PATH)
+            if several:
+                then_env.path, accelerated = SEVERAL_PATH, BOTH_SIDES
         interval = 1 if is_interval_test(node.test) else 0
         self.interval_depth += interval
         try:
@@ -513,6 +519,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if kind in (TENSOR, BATCH):
             if attr == "device":
                 return Value(kind=DEVICE, device=base.device, origin=base.origin, via=base.via)
+            if attr == "is_cuda" and (base.device.is_cpu or base.device.kind in ("cuda", "unguarded")):
+                # known either way: `if y.is_cuda and ...:` is decided (a CPU tensor never takes it)
+                return Value(kind=HOST, literal=(not base.device.is_cpu,))
             if attr in api.HOST_ATTRIBUTES or attr in api.HOST_OUTPUT_ATTRIBUTES:
                 return Value(kind=HOST)
             return Value(kind=TENSOR, device=base.device, origin=base.origin, via=base.via, source=base.source,
@@ -776,6 +785,21 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def exits(self, qualname: str) -> bool:
         return qualname in _EXITS
+
+
+def _needs_several_devices(test: cst.BaseExpression) -> bool:
+    """`device_count() > 1`, `device_count() >= 2`: true only where there are several GPUs."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or not isinstance(test.left, cst.Call):
+        return False
+    if not (dotted_name(test.left.func) or "").endswith("device_count"):
+        return False
+    target = test.comparisons[0]
+    bound = integer_value(target.comparator)
+    if bound is None:
+        return False
+    if isinstance(target.operator, cst.GreaterThan):
+        return bound >= 1
+    return isinstance(target.operator, cst.GreaterThanEqual) and bound >= 2
 
 
 def _left_behind(owner: Value, part: Value) -> bool:

@@ -188,6 +188,8 @@ class Value:
     #: modules: the assignment that replaced a part with a new CPU module after the module moved
     #: (`model.fc = nn.Linear(...)` after `model.to(device)`); the next move takes it along
     stray: Optional[cst.CSTNode] = None
+    #: DataParallel/DDP wrappers: where the wrapper was made, for messages (not part of identity)
+    wrapped_at: Optional[cst.CSTNode] = field(default=None, compare=False, hash=False)
 
     def with_device(self, device: Device, origin: Optional[cst.CSTNode] = None, **changes) -> "Value":
         changes.setdefault("alternatives", ())
@@ -204,6 +206,8 @@ UNKNOWN_VALUE = Value()
 
 ACCELERATOR_PATH = "accelerator"   # the side of an availability test that runs where the accelerator is
 HOST_PATH = "host"
+SEVERAL_PATH = "several"           # the side of `device_count() > 1`: the other side may have one GPU
+BOTH_SIDES = 2                     # `accelerated` for such a split: either side runs on GPU machines
 
 
 def join_values(a: Value, b: Value, availability_split: bool = False, accelerated: Optional[int] = None) -> Value:
@@ -230,7 +234,10 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         return UNKNOWN_VALUE
     device = join_devices(a.device, b.device, availability_split)
     alternatives: Tuple[Value, ...] = ()
-    if accelerated is not None and a.kind == MODULE and a.scatters != b.scatters:
+    if accelerated == BOTH_SIDES and a.kind == MODULE and a.scatters != b.scatters:
+        # several GPUs or one: either side may run on a GPU machine, each is checked as it is
+        alternatives = (replace(a, alternatives=()), replace(b, alternatives=()))
+    elif accelerated is not None and a.kind == MODULE and a.scatters != b.scatters:
         # on a machine with the accelerator only that side runs: calls check it as it is
         alternatives = (replace((a, b)[accelerated], alternatives=()),)
     items: Tuple[Value, ...] = ()
@@ -283,6 +290,12 @@ def join_all(items: Sequence[Value], availability_split: bool = False) -> Value:
 def join_paths(values: Sequence[Value], paths: Sequence[str], availability_split: bool) -> Value:
     """The join of a function's results, keeping apart the one its accelerator path returns."""
     joined = join_all(values, availability_split)
+    several = [v for v, p in zip(values, paths) if p == SEVERAL_PATH]
+    if several and len(several) < len(values):
+        sides = (join_all(several), join_all([v for v, p in zip(values, paths) if p != SEVERAL_PATH]))
+        if all(side.kind == MODULE for side in sides) and sides[0].scatters != sides[1].scatters:
+            return replace(joined, alternatives=tuple(replace(side, alternatives=()) for side in sides))
+        return joined
     accelerated = [v for v, p in zip(values, paths) if p == ACCELERATOR_PATH]
     if accelerated and len(accelerated) < len(values):
         side = join_all(accelerated)

@@ -96,6 +96,7 @@ class ClassInfo:
         #: attributes `__init__` also assigns a module to (`self.lins = nn.ModuleList(self.lins)` on a path)
         self.module_assigned: Set[str] = set()
         self.methods: Dict[str, FunctionInfo] = {}
+        self.init_seed: Optional[Dict[str, Value]] = None  # what `__init__` inherits from base classes
         self.state = "new"  # new -> running -> done
         for statement in node.body.body:
             if isinstance(statement, cst.FunctionDef):
@@ -142,6 +143,10 @@ class Program:
         for info in list(self.functions.values()):
             arguments, hot = self._calls_from_other_files(info)
             self.analyse(info, arguments=arguments, hot=hot, silent=id(info.node) in reached)
+        for info in self.class_order:  # constructors no call read in context: their generic facts
+            init = info.methods.get("__init__")
+            if init is not None and init.owner is info and id(init.node) not in reached:
+                self.reanalyse(init, seed=info.init_seed)
         for info in self.class_order:
             for method in info.methods.values():
                 self.analyse(method, silent=id(method.node) in reached)
@@ -260,7 +265,10 @@ class Program:
             info.is_module = False
         init = info.methods.get("__init__")
         if init is not None and init.owner is info:
-            env = self.analyse(init, seed=inherited)
+            # silent: the class's fields are all this run is for here; `run` reads `__init__` for its
+            # facts once it knows whether some construction interpreted it in context
+            env = self.analyse(init, seed=inherited, silent=True)
+            info.init_seed = inherited
             info.attrs = {key: value for key, value in (env.values.items() if env else ()) if key.startswith("self.") and key.count(".") == 1}
         else:
             info.attrs = inherited
@@ -427,6 +435,13 @@ class Program:
         env.bind("self." + name, Value(kind=TENSOR, device=tensor.device, origin=tensor.origin, via=tensor.via, parameter=True))
 
     # --- functions ----------------------------------------------------------------
+
+    def reanalyse(self, info: FunctionInfo, seed: Optional[Dict[str, Value]]) -> None:
+        """Interpret a function again, recording: its first run was silent."""
+        result, final_env = info.result, info.final_env
+        info.result = info.final_env = None
+        self.analyse(info, seed=seed)
+        info.result, info.final_env = result, final_env
 
     def analyse(self, info: FunctionInfo, seed: Optional[Dict[str, Value]] = None, guarded: bool = False,
                 arguments: Optional[Dict[str, Value]] = None, hot: str = "", silent: bool = False) -> Optional[Env]:

@@ -52,8 +52,10 @@ out = model(torch.randn(8, 4))
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for fact in facts.parallel_on_cpu:
+            wrapped = fact.module.value.wrapped_at
+            made = f" (made on line {context.line_of(wrapped)})" if wrapped is not None and wrapped is not fact.node else ""
             yield Finding(fact.node, (
-                f"{fact.wrapper} runs {context.operand(fact.module)} while its parameters are on "
+                f"{fact.wrapper}{made} runs {context.operand(fact.module)} while its parameters are on "
                 f"{context.where(fact.module.value)}; move the module to the GPU first"))
 
 
