@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from . import torch_api as api
-from .env import Env
+from .env import Env, moved_copy
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState, caller_chains
 from .calls import is_move_call
 from .contexts import ContextRunner
@@ -332,7 +332,10 @@ class Program:
         self.contexts.heap.allocate(id(node), {})
         init = info.methods.get("__init__")
         if init is not None and caller is not None:
-            self._invoke(init, instance, node, args, caller, env)
+            done = self._invoke(init, instance, node, args, caller, env)
+            for ident, moved, weak in done.moved if done is not None else ():
+                # `self.to(cfg.device)` in `__init__`: the new object is built where it moved
+                instance = moved_copy(instance, ident, moved, weak)
         if not self.contexts.heap.fields(id(node)):
             self.contexts.heap.allocate(id(node), {key[len("self."):]: value for key, value in info.attrs.items()})
         return instance
