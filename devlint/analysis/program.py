@@ -259,6 +259,7 @@ class Program:
                 verdicts.append(False)
             else:
                 verdicts.append(None)
+        inherited.update(self._class_constants(info, evaluator))
         if any(verdicts):
             info.is_module = True
         elif all(v is False for v in verdicts):
@@ -282,6 +283,31 @@ class Program:
                 info.stateful = False
         info.state = "done"
         return info
+
+    @staticmethod
+    def _class_constants(info: ClassInfo, evaluator: Interpreter) -> Dict[str, Value]:
+        """Devices and small constants the class body sets (`device: torch.device = torch.device(...)`
+        in a config dataclass): what `obj.device` is until `__init__` or a method says otherwise.
+        Tensors and modules there are shared by all instances and are left out."""
+        found: Dict[str, Value] = {}
+        for line in info.node.body.body:
+            if not isinstance(line, cst.SimpleStatementLine):
+                continue
+            for small in line.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    target, expression = small.targets[0].target, small.value
+                elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                    target, expression = small.target, small.value
+                else:
+                    continue
+                if not isinstance(target, cst.Name):
+                    continue
+                value = evaluator.eval(expression, Env())
+                # (a `"cuda"` default without fallback is the config default DEV303 reports there)
+                if (value.kind == DEVICE and value.device.kind != "unguarded") or (
+                        value.kind == HOST and value.literal is not None):
+                    found["self." + target.value] = value
+        return found
 
     @staticmethod
     def _holds_state(value: Value) -> bool:
@@ -344,10 +370,13 @@ class Program:
         """Interpret `info` for this call (see `contexts.py`); None when it cannot be."""
         site = site_from(node, args, env.guarded, caller.call_heat, caller.recording, env.default_device)
         done = self.contexts.invoke(info, receiver, site, caller, env)
-        if done is not None and done.result.kind == OPTIMIZER and done.result.origin is not None:
-            # an optimizer a helper builds is, for this caller, built here (where the order matters)
+        if done is not None:
+            # an optimizer a helper builds (or returns beside its model) is, for this caller, built
+            # here: where the order matters
             result = done.result
-            done = replace(done, result=replace(result, origin=node, state_at=node if result.state_at is not None else None))
+            if result.kind == TUPLE:
+                result = replace(result, items=tuple(_built_here(item, node) for item in result.items))
+            done = replace(done, result=_built_here(result, node))
         return done
 
     def iterate(self, obj: Value, node: cst.CSTNode, caller, env: Env) -> Optional[Value]:
@@ -633,6 +662,12 @@ class Program:
         elif value.kind == MODULE:
             value = replace(value, ident=id(node))
         return value
+
+
+def _built_here(value: Value, call: cst.Call) -> Value:
+    if value.kind != OPTIMIZER or value.origin is None:
+        return value
+    return replace(value, origin=call, state_at=call if value.state_at is not None else None)
 
 
 def _drop_repeated_facts(facts: FileFacts) -> None:
