@@ -415,7 +415,10 @@ class Program:
         if not interp.recording or name in info.reported or name in info.buffers:
             return
         what = ""
-        if value.kind == TENSOR and not value.parameter and value.scalar is False and value.device.known:
+        # (a tensor made on "the module's device" or a device variable says nothing sure about
+        # where it is when the module moves: only a concrete device does)
+        if (value.kind == TENSOR and not value.parameter and value.scalar is False and value.device.known
+                and value.device.kind != SYMBOLIC):
             what = "tensor"
         elif value.kind in (LIST, TUPLE) and any(item.kind == MODULE and item.stateful is not False for item in value.items):
             what = value.cls if value.cls in ("dict", "list") else "tuple"
@@ -520,7 +523,13 @@ class Program:
                 env.bind(first, Value(kind=CLASS, cls=owner.name))
             else:
                 self.ensure_class(owner)
-                if owner.is_module is not False:  # unknown bases: assume a module, the silent choice
+                if owner.is_module is not False and info.name == "__init__":
+                    # a module under construction is where modules are made (the CPU, unless a
+                    # default device says otherwise) and one object its own methods see (a shape
+                    # probe `self._conv_out(shape)` runs its `self.conv` on that device)
+                    env.bind(first, Value(kind=MODULE, device=env.default_device, cls=owner.name,
+                                          stateful=owner.stateful, ident=id(info.node)))
+                elif owner.is_module is not False:  # unknown bases: assume a module, the silent choice
                     env.bind(first, Value(kind=MODULE, device=self.self_device(), cls=owner.name, stateful=owner.stateful))
                 else:
                     env.bind(first, Value(kind=OBJECT, cls=owner.name))
