@@ -20,7 +20,8 @@ from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
-    ACCELERATOR_PATH, ANY, BOTH_SIDES, SEVERAL_PATH, BATCH, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF, SOURCE_LOADER, TENSOR,
+    ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF,
+    SEVERAL_PATH, SOURCE_LOADER, TENSOR,
     TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values,
 )
 from .hot_path import is_interval_test
@@ -791,7 +792,7 @@ def _needs_several_devices(test: cst.BaseExpression) -> bool:
     """`device_count() > 1`, `device_count() >= 2`: true only where there are several GPUs."""
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or not isinstance(test.left, cst.Call):
         return False
-    if not (dotted_name(test.left.func) or "").endswith("device_count"):
+    if not (dotted_name(test.left.func) or "").endswith(api.DEVICE_COUNT_FUNCTIONS):
         return False
     target = test.comparisons[0]
     bound = integer_value(target.comparator)

@@ -401,6 +401,11 @@ def is_hugging_face_tokenizer_class(qualname: str) -> bool:
     return qualname.startswith(HF_ROOTS) and any(word in qualname.rsplit(".", 1)[-1] for word in HF_TOKENIZER_WORDS)
 
 
+#: How many accelerators there are (`torch.cuda.device_count()`, `torch.accelerator.device_count()`):
+#: `> 1` splits several GPUs from one, not a GPU from the CPU.
+DEVICE_COUNT_FUNCTIONS = (".device_count",)
+
+
 # --- parallel, portability and hot-path families ---------------------------------
 
 #: Functions that raise on a machine without CUDA (lazy CUDA initialisation fails).
