@@ -709,8 +709,9 @@ class CallEvaluator:
             if key is not None:
                 env.values[key] = receiver.with_device(UNKNOWN)
             return UNKNOWN_VALUE
-        if name in _MODULE_CALL_METHODS and not (name == "generate" and self.program.defines(receiver.cls, name)):
-            # (a `generate` the file writes itself is read like any method: it may move its input)
+        if name in _MODULE_CALL_METHODS and not (name != "forward" and self.program.defines(receiver.cls, name)):
+            # (a `generate` or `__call__` the file writes itself is read like any method: it may move
+            # its input; `forward` is entered by the model call, which checks the input first)
             return self.module_call(receiver, receiver_node, node, args, name if name != "__call__" else "call", env)
         if name in _MODULE_SAME_METHODS:
             return receiver

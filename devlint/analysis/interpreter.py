@@ -520,9 +520,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if kind in (TENSOR, BATCH):
             if attr == "device":
                 return Value(kind=DEVICE, device=base.device, origin=base.origin, via=base.via)
-            if attr == "is_cuda" and (base.device.is_cpu or base.device.kind in ("cuda", "unguarded")):
-                # known either way: `if y.is_cuda and ...:` is decided (a CPU tensor never takes it)
-                return Value(kind=HOST, literal=(not base.device.is_cpu,))
+            flag = api.device_flag(attr, base.device.kind)
+            if flag is not None:  # `if y.is_cuda and ...:` is decided (a CPU tensor never takes it)
+                return Value(kind=HOST, literal=(flag,))
             if attr in api.HOST_ATTRIBUTES or attr in api.HOST_OUTPUT_ATTRIBUTES:
                 return Value(kind=HOST)
             return Value(kind=TENSOR, device=base.device, origin=base.origin, via=base.via, source=base.source,

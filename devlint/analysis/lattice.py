@@ -225,10 +225,9 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
             return filled
     # A list written out (`[x]`) on one path and grown by `append` on the other: one list of both.
     for written, grown in ((a, b), (b, a)):
-        if written.kind == TUPLE and written.cls == "list" and grown.kind in (LIST, BATCH):
-            element = grown.items[0] if grown.kind == LIST and grown.items else grown
-            if grown.kind == BATCH:
-                element = Value(kind=TENSOR, device=grown.device, origin=grown.origin, source=grown.source)
+        if written.kind == TUPLE and written.cls == "list" and (grown.kind == BATCH or (grown.kind == LIST and grown.items)):
+            element = (grown.items[0] if grown.kind == LIST else
+                       Value(kind=TENSOR, device=grown.device, origin=grown.origin, source=grown.source))
             return replace(container_of(list(written.items) + [element], "list"), origin=written.origin)
     if a.kind != b.kind:
         return UNKNOWN_VALUE

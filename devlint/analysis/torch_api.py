@@ -110,6 +110,18 @@ HOST_ATTRIBUTES = frozenset({
     "shape", "dtype", "ndim", "is_cuda", "is_mps", "requires_grad", "is_leaf",
     "layout", "names", "itemsize", "nbytes", "is_sparse", "is_quantized",
 })
+#: Tensor attributes that say whether it is on one accelerator: the device kinds for which they
+#: are surely true and surely false (`if y.is_cuda:` on a CPU tensor is decided).
+DEVICE_FLAG_ATTRIBUTES = {"is_cuda": (frozenset({"cuda", "unguarded"}), frozenset({"cpu"}))}
+
+
+def device_flag(attribute: str, device_kind: str) -> Optional[bool]:
+    """`t.is_cuda` for a tensor on `device_kind`: True, False, or None when it cannot be told
+    (the selected accelerator, a device variable, an unknown device)."""
+    true, false = DEVICE_FLAG_ATTRIBUTES.get(attribute, ((), ()))
+    if device_kind in true:
+        return True
+    return False if device_kind in false else None
 
 # --- modules ----------------------------------------------------------------
 
