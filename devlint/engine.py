@@ -72,7 +72,8 @@ def analyse_text(text: str, path: str, enabled: FrozenSet[str], place: Optional[
     rules = [rule() for rule in ALL_RULES if rule.code in enabled and rule.check is not Rule.check]
     summary = None
     try:
-        program = Program(module, text, place)
+        # (a file on its own still has a name: `test_*.py` says its classes serve its tests)
+        program = Program(module, text, place if place is not None else ProjectPlace(module=_stem(path)))
         facts = program.run()
         if place is not None and place.module:
             summary = summarise(program, place.root, place.module, place.is_package)
@@ -102,6 +103,11 @@ def _reexports(text: str, place: Optional[ProjectPlace]) -> Optional[Exports]:
         return summarise_imports(cst.parse_module(text), place.root, place.module, place.is_package)
     except Exception:  # noqa: BLE001 - a broken __init__.py simply re-exports nothing we know
         return None
+
+
+def _stem(path: str) -> str:
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name[:-3] if name.endswith(".py") else name
 
 
 def decode(data: bytes) -> Tuple[Optional[str], Tuple[int, str]]:

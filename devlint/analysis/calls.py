@@ -306,8 +306,9 @@ class CallEvaluator:
                 return self.factory(name, node, args, env, base)
         device = api.tensor_type_device(qualname)
         if device is not None:
-            return Value(kind=TENSOR, device=device, origin=node, scalar=False,
-                         source=self.factory_source)
+            if not args:
+                return _placeholder(node)
+            return Value(kind=TENSOR, device=device, origin=node, scalar=False, source=self.factory_source)
         if qualname in api.IDENTITY_WRAPPERS or qualname in api.PASS_THROUGH_ITERATORS:
             return args[0].value if args else UNKNOWN_VALUE
         if qualname in api.TORCH_LOAD:
@@ -440,6 +441,8 @@ class CallEvaluator:
                 scalar = None  # (a Python list or tuple, however it got here, makes at least one dimension)
         elif name in api.LIKE_FACTORIES and args:
             scalar = args[0].value.scalar
+        elif _empty_shape(args):
+            return _placeholder(node)
         return Value(kind=TENSOR, device=device, origin=node, source=self.factory_source,
                      scalar=scalar, explicit_device=device_kw is not None, host_copy=host_copy)
 
@@ -740,7 +743,10 @@ class CallEvaluator:
         if callee.kind == OBJECT and callee.cls:  # an object of this file called: its `__call__`
             return self.program.call_method(callee, "__call__", node, args, self, env)
         if callee.kind == ANY and _LOSS_NAME.search(name):
-            return self.check_operands(node, self.inputs_of(args), f"{name}(...)", arithmetic=False)
+            # a loss known by its name only: its tensor arguments meet; a dict or list of targets
+            # may be moved inside it (detection losses take the batch's CPU annotations)
+            tensors = [(expr, v) for expr, v in self.inputs_of(args) if v.kind == TENSOR]
+            return self.check_operands(node, tensors, f"{name}(...)", arithmetic=False)
         if callee.kind == ANY and _MODEL_NAME.search(name):
             self.note_step(trains=False)
             inputs = [v for _, v in self.inputs_of(args) if placed(v) and not v.device.is_cpu]
@@ -937,6 +943,18 @@ class CallEvaluator:
         if name in _TOKENIZER_BATCH_METHODS:
             return Value(kind=BATCH, device=CPU, origin=node, source=SOURCE_TOKENIZER, in_place_move=True)
         return UNKNOWN_VALUE
+
+
+def _placeholder(node: cst.Call) -> Value:
+    """`torch.Tensor()`, `torch.empty(0)`: a tensor with no elements, kept until a real one replaces
+    it (`self.out = torch.Tensor()` in `__init__`, set by `fw()`). Where it is, says nothing."""
+    return Value(kind=TENSOR, origin=node)
+
+
+def _empty_shape(args) -> bool:
+    """`torch.empty(0)`, `torch.zeros(0)`: a factory asked for no elements."""
+    positional = [a for a in args if a.keyword is None]
+    return len(positional) == 1 and isinstance(positional[0].node.value, cst.Integer) and positional[0].node.value.value == "0"
 
 
 def is_move_call(node) -> bool:

@@ -22,7 +22,7 @@ from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF,
     SEVERAL_PATH, SOURCE_LOADER, TENSOR,
-    TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values,
+    TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values, surely_not_none,
 )
 from .hot_path import is_interval_test
 from .project import absolute_import
@@ -420,7 +420,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                     self.assign(element.value, self.unpack(value, index, len(elements), element.value), env, statement)
         elif isinstance(target, cst.Subscript):
             self.note_environment_write(environment_key(target), statement)
-            self.program.note_container_store(self, target, value, env)
+            self.program.note_container_store(self, target, value, env, statement)
         elif isinstance(target, cst.StarredElement):
             self.assign(target.value, UNKNOWN_VALUE, env, statement)
 
@@ -705,6 +705,13 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 result = Value(kind=HOST, literal=(_LITERAL_TESTS[operator](left.literal[0], right.literal[0]),))
                 left = right
                 continue
+            if operator in ("Is", "IsNot") and (None,) in (left.literal, right.literal):
+                # `bands is None` where `bands` is a tensor the call passed: only one branch runs
+                other = right if left.literal == (None,) else left
+                if surely_not_none(other):
+                    result = Value(kind=HOST, literal=(operator == "IsNot",))
+                    left = right
+                    continue
             if operator in ("Is", "IsNot", "In", "NotIn"):
                 result = Value(kind=HOST, source=left.source or right.source)
                 continue

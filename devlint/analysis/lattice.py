@@ -190,6 +190,8 @@ class Value:
     stray: Optional[cst.CSTNode] = None
     #: DataParallel/DDP wrappers: where the wrapper was made, for messages (not part of identity)
     wrapped_at: Optional[cst.CSTNode] = field(default=None, compare=False, hash=False)
+    #: None on some path (`self.head = None`, set later): an `is None` test on it is not decided
+    nullable: bool = False
 
     def with_device(self, device: Device, origin: Optional[cst.CSTNode] = None, **changes) -> "Value":
         changes.setdefault("alternatives", ())
@@ -218,7 +220,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     # fail whatever the device)
     for empty, other in ((a, b), (b, a)):
         if empty.kind == HOST and empty.literal == (None,) and other.kind in (TENSOR, BATCH, MODULE):
-            return other
+            return other if other.nullable else replace(other, nullable=True)
     # An empty list on one path and the list filled in a loop on the other: the filled one.
     for empty, filled in ((a, b), (b, a)):
         if empty.kind == LIST and not empty.items and filled.kind in (LIST, BATCH) and (filled.items or filled.kind == BATCH):
@@ -262,7 +264,18 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         owner=a.owner if a.owner == b.owner else None,
         alternatives=alternatives,
         stray=a.stray if a.stray == b.stray else None,  # left behind on one path only: unknown
+        nullable=a.nullable or b.nullable,
     )
+
+
+#: Kinds of value that are made objects, never None, when the analysis saw them made.
+_OBJECT_KINDS = frozenset({TENSOR, BATCH, MODULE, DEVICE, OPTIMIZER, LOADER, LIST, TUPLE})
+
+
+def surely_not_none(value: Value) -> bool:
+    """Was this value seen made (not a parameter we know nothing of, not None on some path)?"""
+    return value.kind in _OBJECT_KINDS and not value.nullable and value.origin is not None \
+        and not isinstance(value.origin, cst.Param)
 
 
 def _joined_aliases(a: Value, b: Value) -> Tuple[int, ...]:

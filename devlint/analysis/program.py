@@ -21,6 +21,7 @@ import libcst as cst
 from . import torch_api as api
 from .env import Env, moved_copy
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState, caller_chains
+from .apply_overrides import attributes_applied
 from .calls import is_move_call
 from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
@@ -108,6 +109,7 @@ class Program:
         self.module = module
         self.source = source
         self._name_uses: Optional[Counter] = None
+        self._applied: Optional[frozenset] = None
         self.place = place or ProjectPlace()
         self.facts = FileFacts()
         self.reported: Set[int] = set()
@@ -155,6 +157,13 @@ class Program:
         _drop_repeated_facts(self.facts)
         return self.facts
 
+    @property
+    def applied_attributes(self) -> frozenset:
+        """Attributes this file's `_apply` overrides carry along when a module moves."""
+        if self._applied is None:
+            self._applied = attributes_applied(self.module, self.source)
+        return self._applied
+
     def _note_global_devices(self) -> None:
         """A module-level `device = "cuda"` is the program's (or the project's) device: its root."""
         for name, value in self.module_env.values.items():
@@ -168,7 +177,8 @@ class Program:
         info = self.classes.get(fact.owner)
         if fact.what == "tensor":  # a bug only where a method uses it with the module's tensors
             used = id(fact.value.origin) in self.unregistered_used
-            return used and (fact.owner, fact.attribute) not in self.moved_by_hand
+            applied = fact.attribute in self.applied_attributes or fact.attribute in self.place.applied
+            return used and not applied and (fact.owner, fact.attribute) not in self.moved_by_hand
         if info is None or info.registers_manually or fact.attribute in info.module_assigned:
             return False
         if (fact.owner, fact.attribute) in self.moved_by_hand:
@@ -183,7 +193,7 @@ class Program:
             self.batch_loaders[id(part)] = loader
 
     def self_device(self) -> Device:
-        return symbolic("self") if self.accelerator_evidence else UNKNOWN
+        return symbolic("self") if self.accelerator_evidence and not self.place.is_test_module else UNKNOWN
 
     def base_names(self, info: ClassInfo) -> List[str]:
         """Qualified names of a class's bases, for the project index."""
@@ -437,13 +447,15 @@ class Program:
             self.facts.unregistered_state.append(
                 UnregisteredState(node, info.name, name, added, receiver.cls or "list", receiver.origin))
 
-    def note_container_store(self, interp: Interpreter, target: cst.Subscript, value: Value, env: Env) -> None:
+    def note_container_store(self, interp: Interpreter, target: cst.Subscript, value: Value, env: Env, statement=None) -> None:
         """`self.heads[name] = nn.Linear(...)` on a plain dict in `__init__`; in another method,
         `self.parts[0] = part.to(x.device)` puts a module moved by hand back (no DEV105 then)."""
         owner = interp.scope.owner
         if not interp.scope.in_module_init:
             attribute = _self_attribute_under(target.value)
-            if owner is not None and attribute is not None and value.kind == MODULE and is_move_call(value.origin):
+            assigned = getattr(statement, "value", None)
+            if owner is not None and attribute is not None and (
+                    is_move_call(assigned) or (value.kind == MODULE and is_move_call(value.origin))):
                 self.moved_by_hand.add((owner.name, attribute))
             return
         container = interp.eval(target.value, env)

@@ -112,6 +112,8 @@ class ProjectIndex:
         self.names = frozenset(self.roots_by_name)
         self._contexts: Optional[Dict[Tuple[str, str, str], List[list]]] = None
         self.accelerated = any(summary.get("accelerated") for summary in self.modules.values())
+        #: attribute names some `_apply` override of the project carries along (see apply_overrides)
+        self.applied = frozenset(name for summary in self.modules.values() for name in summary.get("applied", ()))
 
     # --- finding things ---------------------------------------------------------
 
@@ -269,6 +271,8 @@ class ProjectIndex:
                 told.append((use, target, repr(sorted(data.items()))))
         if self.accelerated and not summary.get("accelerated") and any(c["module"] for c in summary["classes"].values()):
             told.append(("accelerated",))  # its modules' forward runs on the project's device
+        if self.applied and any(c["module"] for c in summary["classes"].values()):
+            told.append(("applied", sorted(self.applied)))  # plain tensors moved by an `_apply` elsewhere
         for name in summary["functions"]:
             calls = self.contexts().get((root, summary["module"], name), [])
             if (len(calls) == 1 and (any(calls[0][0]) or any(calls[0][1].values()))) or any(
@@ -295,6 +299,18 @@ class ProjectPlace:
     def accelerated(self) -> bool:
         """Does some file of the project put things on an accelerator?"""
         return self.index is not None and self.index.accelerated
+
+    @property
+    def applied(self) -> frozenset:
+        """Attribute names the project's `_apply` overrides carry along (phase 2 only)."""
+        return self.index.applied if self.index is not None else frozenset()
+
+    @property
+    def is_test_module(self) -> bool:
+        """A pytest file (`test_*.py`, `*_test.py`, `conftest.py`): the classes it defines serve its
+        own tests, which say where they run; no other caller puts them on the accelerator."""
+        leaf = self.module.rsplit(".", 1)[-1]
+        return leaf.startswith("test_") or leaf.endswith("_test") or leaf == "conftest"
 
     def owns(self, qualname: str) -> bool:
         """Does `qualname` name something defined in a checked file? (Never torch itself: what
@@ -374,7 +390,8 @@ def summarise(program, root: str, module: str, is_package: bool) -> Exports:
     """The phase-1 summary of one analysed file (see `ProjectIndex`)."""
     summary: Exports = {"root": root, "module": module, "package": is_package, "imports": {},
                         "classes": {}, "functions": {}, "values": {}, "needs": sorted(program.place.needs),
-                        "calls": program.place.calls, "accelerated": program.accelerator_evidence}
+                        "calls": program.place.calls, "accelerated": program.accelerator_evidence,
+                        "applied": sorted(program.applied_attributes)}
     for name, value in program.module_env.values.items():
         if "." in name:
             continue
