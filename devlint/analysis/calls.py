@@ -20,8 +20,8 @@ from .facts import (
 )
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
-    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
-    SYMBOLIC,
+    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
+    HOST_PATH, SYMBOLIC,
     TENSOR, TOKENIZER,
     TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, literal_of, symbolic,
 )
@@ -184,6 +184,8 @@ class CallEvaluator:
         if value.kind == DEVICE:
             if value.device.known:
                 return value.device
+            if value.source == SOURCE_MIXED:
+                return UNKNOWN
             return self.symbolic_device(expr, env) or UNKNOWN
         if value.kind in (TENSOR, BATCH):
             return value.device
@@ -207,6 +209,8 @@ class CallEvaluator:
             return None
         if value.device.known and value.kind == ANY:
             return value.device
+        if value.source == SOURCE_MIXED:
+            return UNKNOWN
         return self.symbolic_device(expr, env) or UNKNOWN
 
     def symbolic_device(self, expr: cst.BaseExpression, env) -> Optional[Device]:
@@ -347,7 +351,7 @@ class CallEvaluator:
         if api.is_host_library(qualname):
             self.note_preprocessing(qualname, args, node)
             for arg in args:
-                self.check_host_conversion(arg.node.value, arg.value, node, qualname)
+                self.check_host_conversion(arg.node.value, arg.value, node, qualname, env)
             return Value(kind=HOST)
         if api.is_op(qualname):
             operands = self.operands_of(args)
@@ -355,7 +359,9 @@ class CallEvaluator:
                                        arithmetic=name in api.ARITHMETIC_FUNCTIONS)
         if not qualname.startswith("torch."):
             self.escape(args, env)
-        if any(a.keyword in ("device", "map_location") for a in args):
+        # told the device, or given a module to wrap (`TensorDictModule(net, ...)`): where what it
+        # makes lives is that code's business
+        if any(a.keyword in ("device", "map_location") or a.value.kind == MODULE for a in args):
             return Value(source="device-aware")
         return UNKNOWN_VALUE
 
@@ -583,10 +589,12 @@ class CallEvaluator:
             device = device_map.value.device if device_map.value.kind == DEVICE else UNKNOWN
         return Value(kind=MODULE, device=device, origin=node, ident=id(node), stateful=True, cls="pretrained model")
 
-    def check_host_conversion(self, expr, value: Value, node, api_name: str) -> None:
+    def check_host_conversion(self, expr, value: Value, node, api_name: str, env) -> None:
         if value.kind == TUPLE and value.items:  # `np.sum([a, b])`: the tensors it holds
             value = join_all(list(value.items))
-        if value.kind in (TENSOR, BATCH) and (value.device.is_accelerator or value.device.kind == SYMBOLIC):
+        # (on the host side of `if device.type == "cuda":` a tensor on a device variable is on the CPU)
+        symbolic_here = value.device.kind == SYMBOLIC and env.path != HOST_PATH
+        if value.kind in (TENSOR, BATCH) and (value.device.is_accelerator or symbolic_here):
             if self.report_once(value, expr):
                 self.program.facts.host_conversions.append(HostConversion(node, Operand(expr, value), api_name))
 
@@ -844,7 +852,7 @@ class CallEvaluator:
         if name in api.SYNC_METHODS:
             self.note_sync(receiver_node, receiver, node, f".{name}()")
         if name in api.TO_NUMPY_METHODS:
-            self.check_host_conversion(receiver_node, receiver, node, f".{name}()")
+            self.check_host_conversion(receiver_node, receiver, node, f".{name}()", env)
             return Value(kind=HOST, source=SOURCE_LOADER if receiver.source == SOURCE_LOADER else "",
                          origin=receiver.origin, via=receiver.via)
         if name in api.HOST_RESULT_METHODS:

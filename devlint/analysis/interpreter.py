@@ -255,7 +255,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         accelerated = None
         if split:
             then_env.guarded = else_env.guarded = True
-            accelerated = 1 if isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not) else 0
+            accelerated = host_side_first(node.test)
             then_env.path, else_env.path = (ACCELERATOR_PATH, HOST_PATH) if accelerated == 0 else (HOST_PATH, ACCELERATOR_PATH)
             if several:
                 then_env.path, accelerated = SEVERAL_PATH, BOTH_SIDES
@@ -840,6 +840,22 @@ def narrowed(test: cst.BaseExpression, types: frozenset) -> List[str]:
         if names and all(dotted_name(n) in types for n in names):
             return [test.args[0].value.value]
     return []
+
+
+def host_side_first(test: cst.BaseExpression) -> int:
+    """Which side of a device test runs on the accelerator: 0 for `if`'s body, 1 for its `else`.
+    `not cuda_ok`, `device.type != "cuda"` and `device.type == "cpu"` put the host first."""
+    flips = 0
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        flips += 1
+        test = test.expression
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        if isinstance(comparison.operator, (cst.NotEqual, cst.IsNot)):
+            flips += 1
+        if "cpu" in (string_value(test.left), string_value(comparison.comparator)):
+            flips += 1
+    return flips % 2
 
 
 def _leaves(suite: cst.BaseSuite) -> bool:

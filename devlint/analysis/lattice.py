@@ -154,6 +154,9 @@ SOURCE_LOADER = "loader"
 SOURCE_TOKENIZER = "tokenizer"
 SOURCE_LOAD = "torch.load"
 SOURCE_UNREGISTERED = "unregistered"  # a plain tensor attribute of a module, seen from its methods
+#: a device that is one of several known ones by path (`t.device if is_tensor(t) else cpu`): unknown,
+#: and not to be guessed from its variable's name
+SOURCE_MIXED = "mixed"
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,8 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
                        Value(kind=TENSOR, device=grown.device, origin=grown.origin, source=grown.source))
             return replace(container_of(list(written.items) + [element], "list"), origin=written.origin)
     if a.kind != b.kind:
+        if DEVICE in (a.kind, b.kind) and a.device.known != b.device.known:
+            return Value(source=SOURCE_MIXED)
         return UNKNOWN_VALUE
     device = join_devices(a.device, b.device, availability_split)
     alternatives: Tuple[Value, ...] = ()
@@ -248,7 +253,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         kind=a.kind,
         device=device,
         origin=b.origin if b.device == device and a.device != device else a.origin,
-        source=a.source if a.source == b.source else "",
+        source=a.source if a.source == b.source else _mixed(a, b, device),
         ident=a.ident if a.ident == b.ident else None,
         cls=a.cls if a.cls == b.cls else "",
         stateful=a.stateful if a.stateful == b.stateful else None,
@@ -266,6 +271,14 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         stray=a.stray if a.stray == b.stray else None,  # left behind on one path only: unknown
         nullable=a.nullable or b.nullable,
     )
+
+
+def _mixed(a: Value, b: Value, device: Device) -> str:
+    # (a device one path knows and the other does not: a choice between two known devices,
+    # `"cuda" if args.cuda else "cpu"`, is still a device variable)
+    if a.kind == DEVICE and not device.known and a.device.known != b.device.known:
+        return SOURCE_MIXED
+    return ""
 
 
 #: Kinds of value that are made objects, never None, when the analysis saw them made.

@@ -174,7 +174,10 @@ class ProjectIndex:
                 return None
             # a wrapper built around a module it is given (a LoRA layer around a Linear) is where that
             # module is, which this call does not say
-            wraps = any(v.kind == MODULE for v in list(positional) + list(keywords.values()))
+            # (or one told its device, or given what an unknown wrapper made of a module)
+            given = list(positional) + list(keywords.values())
+            wraps = any(v.kind == MODULE or v.source == "device-aware" or (v.kind == DEVICE and not v.device.is_cpu)
+                        for v in given)
             return Value(kind=MODULE, device=UNKNOWN if wraps else default_device, origin=node, ident=id(node), cls="",
                          stateful=data["stateful"] if data["stateful"] is not None else None)
         if kind == "function":
