@@ -33,6 +33,7 @@ class DeviceChoiceTracker:
         """Something is placed on `device`; `device_value` is the value that named it, if any."""
         if device.kind == SYMBOLIC or device.kind == SELECTED:
             self.chosen_device = self.chosen_device or (device.key or "device")
+            self.program.facts.requirements.runs_without_cuda = True  # a device the code chose
         self.note_batch_encoding_move(use, env)
         if not device.is_accelerator:
             return
@@ -77,13 +78,18 @@ class DeviceChoiceTracker:
         elif qualname in api.TORCH_SAVE or qualname in api.TORCH_LOAD:
             self.note_checkpoint(qualname in api.TORCH_SAVE, node)
         elif qualname in api.PROCESS_GROUP_INIT:
-            if _nccl_backend(node) and self.scope.owner is None and self.scope.method:
-                requirements.nccl_functions.add(self.scope.method)
-        elif self.program.place.starts_nccl(qualname):
-            # A project helper that starts an NCCL process group: as if it were started here.
-            evidence = self.program.facts.distributed
-            evidence.setup = evidence.setup or node
-            evidence.requires_accelerator = True
+            backend = _backend(node)
+            if backend and self.scope.owner is None and self.scope.method:
+                requirements.group_backends[self.scope.method] = backend
+        else:
+            backend = self.program.place.group_backend(qualname)
+            if backend.startswith("nccl"):
+                # A project helper that starts an NCCL process group: as if it were started here.
+                evidence = self.program.facts.distributed
+                evidence.setup = evidence.setup or node
+                evidence.requires_accelerator = True
+            elif backend:  # a gloo group: the program runs on CPUs too
+                requirements.runs_without_cuda = True
 
     # --- code that needs CUDA anyway ------------------------------------------------
 
@@ -261,11 +267,12 @@ def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseE
     return positional[position].value if len(positional) > position else None
 
 
-def _nccl_backend(call: cst.CSTNode) -> bool:
+def _backend(call: cst.CSTNode) -> str:
+    """`init_process_group("nccl")` -> "nccl"; "" when the call does not spell it out."""
     if not isinstance(call, cst.Call):
-        return False
+        return ""
     backend = _argument(call, 0, "backend")
-    return backend is not None and (string_value(backend) or "").startswith("nccl")
+    return (string_value(backend) or "") if backend is not None else ""
 
 
 def _per_rank(use: cst.CSTNode, root: cst.CSTNode) -> bool:

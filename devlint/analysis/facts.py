@@ -119,7 +119,11 @@ class Requirements:
     own_checkpoints: Set[int] = field(default_factory=set)  # torch.load of a file this scope wrote before
     in_place_moves: Set[int] = field(default_factory=set)  # `.to()` of a BatchEncoding: it moves in place
     checkpoints_written: Set[tuple] = field(default_factory=set)  # (class, function, path text) of torch.save
-    nccl_functions: Set[str] = field(default_factory=set)  # top-level functions that start an NCCL process group
+    #: top-level functions that start a process group, and its backend ("nccl", "gloo", ...)
+    group_backends: Dict[str, str] = field(default_factory=dict)
+    #: the file offers a way to run without CUDA (an availability check, a CPU or a chosen device):
+    #: only then is an unguarded CUDA-only call a portability bug rather than the code's nature
+    runs_without_cuda: bool = False
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,7 @@ class Program:
         self.reported: Set[int] = set()
         # A model file that never says "device" is still run on one if its project does.
         self.accelerator_evidence = bool(_ACCELERATOR_TEXT.search(source)) or self.place.accelerated
+        self.facts.requirements.runs_without_cuda = bool(api.CPU_PATH_TEXT.search(source))
         self.module_env = Env()
         self.functions: Dict[int, FunctionInfo] = {}
         self.classes: Dict[str, ClassInfo] = {}

@@ -190,9 +190,9 @@ class ProjectIndex:
         found = self.lookup(root, qualname)
         return found is not None and found[0] == "function" and bool(found[1].get("trains"))
 
-    def starts_nccl(self, root: str, qualname: str) -> bool:
+    def group_backend(self, root: str, qualname: str) -> str:
         found = self.lookup(root, qualname)
-        return found is not None and found[0] == "function" and bool(found[1].get("nccl"))
+        return (found[1].get("backend") or "") if found is not None and found[0] == "function" else ""
 
     def value(self, root: str, qualname: str, node) -> Optional[Value]:
         found = self.lookup(root, qualname)
@@ -268,8 +268,8 @@ class ProjectIndex:
                 if use != "value" and self.is_module_class(root, target):
                     told.append((use, target, "module", data["stateful"]))
             elif kind == "function" and use == "call" and (data["result"] is not None or data.get("trains")
-                                                           or data.get("nccl")):
-                told.append((use, target, repr(data["result"]), data.get("trains"), data.get("nccl")))
+                                                           or data.get("backend")):
+                told.append((use, target, repr(data["result"]), data.get("trains"), data.get("backend")))
             elif kind == "value" and use == "value":
                 told.append((use, target, repr(sorted(data.items()))))
         if self.accelerated and not summary.get("accelerated") and any(c["module"] for c in summary["classes"].values()):
@@ -363,9 +363,12 @@ class ProjectPlace:
         """Is a project function a training step (so a loop calling it is a training loop)?"""
         return self.index is not None and self.index.trains(self.root, qualname)
 
-    def starts_nccl(self, qualname: str) -> bool:
-        """Does calling this project function start an NCCL process group (so the program needs GPUs)?"""
-        return self.index is not None and self.owns(qualname) and self.index.starts_nccl(self.root, qualname)
+    def group_backend(self, qualname: str) -> str:
+        """The backend of the process group calling this project function starts ("nccl": the
+        program needs GPUs; "gloo": it runs on CPUs), or ""."""
+        if self.index is None or not self.owns(qualname):
+            return ""
+        return self.index.group_backend(self.root, qualname)
 
     def value(self, qualname: str, node) -> Optional[Value]:
         if not self.owns(qualname):
@@ -412,7 +415,7 @@ def summarise(program, root: str, module: str, is_package: bool) -> Exports:
                 params = [p.name.value for p in info.parameters()]
                 summary["functions"][name] = {"result": export_value(info.result, params), "params": params,
                                               "trains": info.trains,
-                                              "nccl": name in program.facts.requirements.nccl_functions}
+                                              "backend": program.facts.requirements.group_backends.get(name, "")}
         elif value.kind in _VALUE_KINDS:
             exported = export_value(value)
             if exported is not None:

@@ -457,8 +457,12 @@ CONFIG_CLASS_SUFFIXES = ("Config", "Args", "Arguments", "Options", "Settings", "
 #: built on them needs CUDA by nature, so asking for it without a fallback is no portability bug.
 CUDA_ONLY_LIBRARIES = (
     "transformer_engine.", "apex.", "flash_attn.", "xformers.", "triton.", "cupy.", "pycuda.", "tensorrt.",
-    "torch_tensorrt.", "nvidia.dali.", "mamba_ssm.", "causal_conv1d.", "flashinfer.",
+    "torch_tensorrt.", "nvidia.dali.", "mamba_ssm.", "causal_conv1d.", "flashinfer.", "vllm.", "sglang.",
+    "deep_gemm.", "tensorrt_llm.",
 )
+#: Text that shows a file means to run without CUDA too: an availability check, a CPU device,
+#: a test of a tensor's or device's type.
+CPU_PATH_TEXT = re.compile(r"""is_available\(|["']cpu["']|\.type\s*[!=]=|\.is_cuda\b|torch\.accelerator|device_count\(""")
 #: CUDA objects whose only purpose is CUDA work (timing events, streams, graphs): a helper that
 #: builds them is CUDA-only by nature, and whoever calls it decides whether CUDA is there.
 CUDA_BY_NATURE_OBJECTS = frozenset("torch.cuda." + name for name in ("Event", "Stream", "CUDAGraph", "graph"))

@@ -330,18 +330,26 @@ CUDA streams and events initialise CUDA and raise on a machine without it. Timin
 and logging code is where they hide, so the crash comes from a line that was never
 meant to matter. (`empty_cache`, `manual_seed`, `device_count` and the memory
 statistics are safe without a GPU and are not reported.)
+
+Reported in code that means to run without CUDA too: a file that checks
+availability, names the CPU or places things on a device it chose. A file with
+no such path (CUDA kernels, NCCL plumbing, a vLLM server) is CUDA code by
+nature, and its CUDA calls are not portability bugs.
 """
     example = """
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 torch.cuda.synchronize()
 print(torch.cuda.get_device_name(0))
 """
     use_instead = """
-if torch.cuda.is_available():
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+if device.type == "cuda":
     torch.cuda.synchronize()
     print(torch.cuda.get_device_name(0))
 """
     invalid = ("""
 import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 torch.cuda.synchronize()  # expect: DEV306
 """,)
     valid = ("""
@@ -349,11 +357,16 @@ import torch
 if torch.cuda.is_available():
     torch.cuda.synchronize()
 torch.cuda.empty_cache()
-""",)
+""", """
+import torch
+def all_gather_fused(chunks, stream):
+    with torch.cuda.stream(stream):
+        torch.cuda.synchronize()
+""")
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
-        if _needs_cuda_anyway(facts):
-            return
+        if _needs_cuda_anyway(facts) or not facts.requirements.runs_without_cuda:
+            return  # (code with no way to run without CUDA is CUDA code: kernels, NCCL, inference servers)
         for fact in facts.misuses:
             if fact.kind == UNGUARDED_CUDA_API and id(fact.node) not in facts.requirements.cuda_only_code:
                 yield Finding(fact.node, f"`{fact.api}()` needs CUDA and raises without it; "
