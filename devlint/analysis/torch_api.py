@@ -442,8 +442,9 @@ EAGER_STATE_OPTIMIZERS = frozenset({"Adagrad"})
 #: Host libraries that do per-sample preprocessing (DEV403).
 PREPROCESSING_ROOTS = ("numpy.", "PIL.", "cv2.", "skimage.", "scipy.ndimage.", "imageio.")
 #: Files that hold no device tensors by construction: scheduler and GradScaler states are
-#: python numbers, RNG states are CPU byte tensors, metadata and in-memory buffers are local.
-HOST_STATE_FILE = re.compile(r"sched|scaler|rng|random|meta|config|hparam|vocab|buffer|bytes|BytesIO", re.IGNORECASE)
+#: python numbers, RNG states are CPU byte tensors, metadata and in-memory buffers are local, and
+#: processed dataset files hold the CPU tensors a preprocessing step saved.
+HOST_STATE_FILE = re.compile(r"sched|scaler|rng|random|meta|config|hparam|vocab|buffer|bytes|BytesIO|processed|dataset", re.IGNORECASE)
 #: Tensor methods that wait for the accelerator and copy to the host.
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
 #: Calls that keep a value for after the loop (`preds.append(out.cpu())`): the copy is the result
