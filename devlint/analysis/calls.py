@@ -318,16 +318,22 @@ class CallEvaluator:
         if qualname in api.TORCH_LOAD:
             return self.torch_load(node, args, env)
         if qualname in api.DATA_LOADERS:
-            self.program.loader_options[id(node)] = (self.literal_option(args, "pin_memory"),
-                                                      self.literal_option(args, "num_workers"))
             dataset = args[0].value if args and args[0].keyword is None else UNKNOWN_VALUE
-            return Value(kind=LOADER, origin=node, device=dataset.device if dataset.kind == DATASET else UNKNOWN)
+            if not any(item.device.is_accelerator or item.device.kind == SYMBOLIC for item in dataset.items):
+                # (a dataset holding device tensors cannot be pinned nor served by workers)
+                self.program.loader_options[id(node)] = (self.literal_option(args, "pin_memory"),
+                                                          self.literal_option(args, "num_workers"))
+            return Value(kind=LOADER, origin=node, device=dataset.device if dataset.kind == DATASET else UNKNOWN,
+                         items=dataset.items if dataset.kind == DATASET else ())
         if qualname in api.TENSOR_DATASETS:
             tensors = [a.value for a in args if a.value.kind in (TENSOR, BATCH)]
             device = tensors[0].device if tensors and len(tensors) == len(args) else UNKNOWN
+            positions: Tuple[Value, ...] = ()
             if any(t.device != device for t in tensors):
                 device = UNKNOWN
-            return Value(kind=DATASET, device=device, origin=node)
+                if len(tensors) == len(args):  # (data on the CPU, labels on the GPU: each position as it is)
+                    positions = tuple(Value(kind=TENSOR, device=t.device, origin=t.origin, scalar=False) for t in tensors)
+            return Value(kind=DATASET, device=device, origin=node, items=positions)
         if qualname in api.PARAMETER_CLASSES:
             inner = args[0].value if args else UNKNOWN_VALUE
             return Value(kind=TENSOR, device=inner.device, origin=inner.origin or node, parameter=True, scalar=inner.scalar)

@@ -453,6 +453,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 self.program.batch_loaders[id(origin)] = iterable.origin
             if kind == LOADER and iterable.device.known and not iterable.device.is_cpu:
                 return Value(kind=BATCH, device=iterable.device, origin=iterable.origin, via=iterable.via)  # a dataset already on the device
+            if kind == LOADER and iterable.items:  # a TensorDataset whose tensors live on different devices
+                return Value(kind=TUPLE, items=tuple(
+                    Value(kind=TENSOR, device=api.CPU, origin=origin, source=SOURCE_LOADER, scalar=False)
+                    if item.device.is_cpu else item for item in iterable.items))
             return Value(kind=BATCH, device=api.CPU, origin=origin, source=SOURCE_LOADER)
         if kind == LIST:
             return iterable.items[0] if iterable.items else UNKNOWN_VALUE

@@ -542,10 +542,13 @@ class Program:
                     # probe `self._conv_out(shape)` runs its `self.conv` on that device)
                     env.bind(first, Value(kind=MODULE, device=env.default_device, cls=owner.name,
                                           stateful=owner.stateful, ident=id(info.node)))
+                # (the receiver is one object for the whole method, so that `self.helper()` runs in
+                # context: `self._get_data()` with its defaults, not the helper's generic summary)
                 elif owner.is_module is not False:  # unknown bases: assume a module, the silent choice
-                    env.bind(first, Value(kind=MODULE, device=self.self_device(), cls=owner.name, stateful=owner.stateful))
+                    env.bind(first, Value(kind=MODULE, device=self.self_device(), cls=owner.name, stateful=owner.stateful,
+                                          ident=id(info.node)))
                 else:
-                    env.bind(first, Value(kind=OBJECT, cls=owner.name))
+                    env.bind(first, Value(kind=OBJECT, cls=owner.name, ident=id(info.node)))
                 attrs = seed if seed is not None else owner.attrs
                 for key, value in attrs.items():
                     if owner.is_module is not False and info.name != "__init__":
