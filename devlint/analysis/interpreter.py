@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -21,7 +21,7 @@ from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF,
-    SEVERAL_PATH, SOURCE_LOADER, TENSOR,
+    SEVERAL_PATH, SOURCE_LOADER, SOURCE_MIXED, TENSOR,
     TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values, surely_not_none,
 )
 from .hot_path import is_interval_test
@@ -544,6 +544,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if kind == DEVICE and attr in ("type", "index"):
             known = base.device.kind in ("cpu", "cuda", "mps", "xpu", "meta") and attr == "type"
             return Value(kind=HOST, source="device-type", literal=(base.device.kind,) if known else None)
+        if kind == ANY and attr == "device" and not _names_settings(node):
+            # the device of a value we do not know (not `args.device`, a chosen device): unknown,
+            # and a callee's `device` parameter bound to it is no device variable to guess about
+            if base.device.known:
+                return Value(kind=DEVICE, device=base.device, origin=base.origin, via=base.via)
+            return Value(kind=DEVICE, source=SOURCE_MIXED, origin=node)
         return UNKNOWN_VALUE
 
     def eval_SimpleString(self, node: cst.SimpleString, env: Env) -> Value:
@@ -740,13 +746,22 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def eval_BooleanOperation(self, node: cst.BooleanOperation, env: Env) -> Value:
         left = self.eval(node.left, env)
+        right_env = env
         if mentions_device(node.left) and not env.guarded:
             # `x.device.type != "cuda" or torch.cuda.f(x.device)`: the right side runs only on one device
-            guarded = env.copy()
-            guarded.guarded = True
-            right = self.eval(node.right, guarded)
-        else:
-            right = self.eval(node.right, env)
+            right_env = env.copy()
+            right_env.guarded = True
+        same = same_device_names(node.left, isinstance(node.operator, cst.And))
+        if same is not None:
+            # `not a.device == b.device or torch.equal(a, b)`: the right side runs only when they share one
+            right_env = right_env.copy() if right_env is env else right_env
+            values = [self.lookup(name, env) for name in same]
+            for index in (1, 0):  # the tensor takes the device the other one is known to be on
+                value, other = values[index], values[1 - index]
+                if value is not None and other is not None and value.kind in (TENSOR, BATCH) and other.device.known:
+                    right_env.values[same[index]] = replace(value, device=other.device, source="")
+                    break
+        right = self.eval(node.right, right_env)
         self.truth_test(left)
         self.truth_test(right)
         if "availability" in (left.source, right.source):
@@ -844,6 +859,39 @@ def narrowed(test: cst.BaseExpression, types: frozenset) -> List[str]:
         if names and all(dotted_name(n) in types for n in names):
             return [test.args[0].value.value]
     return []
+
+
+def _names_settings(node: cst.CSTNode) -> bool:
+    """`args.device`, `self.device`, `cfg.train.device`: an attribute of settings, a chosen device."""
+    if not isinstance(node, cst.Attribute):
+        return False
+    owner = dotted_name(node.value)
+    return owner is not None and (owner == "self" or api.is_settings_name(owner.rsplit(".", 1)[-1]))
+
+
+def same_device_names(test: cst.BaseExpression, holds: bool) -> Optional[Tuple[str, str]]:
+    """`a.device == b.device` (holds=True: the right side of `and`) or `a.device != b.device` /
+    `not a.device == b.device` (holds=False: the right side of `or`): the names whose devices
+    are then equal."""
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        holds = not holds
+        test = test.expression
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    if isinstance(comparison.operator, cst.NotEqual):
+        holds = not holds
+    elif not isinstance(comparison.operator, cst.Equal):
+        return None
+    names = []
+    for side in (test.left, comparison.comparator):
+        if not (isinstance(side, cst.Attribute) and side.attr.value == "device"):
+            return None
+        name = dotted_name(side.value)
+        if name is None:
+            return None
+        names.append(name)
+    return (names[0], names[1]) if holds else None
 
 
 def host_side_first(test: cst.BaseExpression) -> int:
