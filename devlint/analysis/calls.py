@@ -20,7 +20,7 @@ from .facts import (
 )
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
-    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
+    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TYPE_NAME, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
     HOST_PATH, SYMBOLIC,
     TENSOR, TOKENIZER,
     TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, literal_of, symbolic,
@@ -39,6 +39,11 @@ _INPUT_KEYWORDS = frozenset({"input", "inputs", "x", "input_ids", "pixel_values"
 #: Recurrent state handed to a model beside its input: it must live on the model's device.
 _STATE_NAME = re.compile(r"^(hidden|hx|h0|c0|h|c|state|states|hidden_state|memory)$", re.IGNORECASE)
 _OPTIMIZER_NAME = re.compile(r"(^|_)(optim|optimizer|optimiser|opt)(_\w+)?$", re.IGNORECASE)
+
+
+def caller_arg(value: Value) -> "Arg":
+    """An argument the analysis passes itself (the index of `dataset[i]`)."""
+    return Arg(cst.Arg(cst.Name("index")), value)
 
 
 class Arg(NamedTuple):
@@ -323,6 +328,15 @@ class CallEvaluator:
                 # (a dataset holding device tensors cannot be pinned nor served by workers)
                 self.program.loader_options[id(node)] = (self.literal_option(args, "pin_memory"),
                                                           self.literal_option(args, "num_workers"))
+            if dataset.kind == OBJECT:  # a dataset class of this file: batches are what `__getitem__` gives
+                item = self.program.dataset_item(dataset, node, self, env)
+                parts = [v for v in (item.items if item is not None and item.kind == TUPLE else (item,))
+                         if v is not None and v.kind in (TENSOR, BATCH, ANY)]
+                if any(not v.device.known for v in parts):  # (on the GPU for some callers: unknown)
+                    return Value(kind=LOADER, origin=node, source=SOURCE_MIXED)
+                accelerated = [v.device for v in parts if not v.device.is_cpu]
+                if accelerated:
+                    return Value(kind=LOADER, origin=node, device=accelerated[0])
             return Value(kind=LOADER, origin=node, device=dataset.device if dataset.kind == DATASET else UNKNOWN,
                          items=dataset.items if dataset.kind == DATASET else ())
         if qualname in api.TENSOR_DATASETS:
@@ -870,6 +884,10 @@ class CallEvaluator:
             if device_kw is not None:
                 device = self.device_argument(device_kw.node.value, device_kw.value, env) or UNKNOWN
             return Value(kind=TENSOR, device=device, origin=node, source=SOURCE_FACTORY, scalar=False, explicit_device=True)
+        if name == "type" and not args:  # the type's name, on the receiver's device
+            return Value(kind=HOST, device=receiver.device, source=SOURCE_TYPE_NAME)
+        if name == "type" and args and args[0].value.source == SOURCE_TYPE_NAME:  # `eye.type(f_cov.type())`
+            return Value(kind=TENSOR, device=args[0].value.device, origin=node, scalar=receiver.scalar)
         if name == "type" and args and args[0].value.kind == REF:  # `x.type(torch.cuda.FloatTensor)` moves too
             cls = args[0].value.cls
             device = api.tensor_type_device(cls) or (receiver.device if api.is_dtype(cls) else UNKNOWN)

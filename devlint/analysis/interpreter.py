@@ -449,6 +449,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if kind == LOADER or (kind not in (LIST, TUPLE, BATCH, TENSOR, MODULE, HOST, DEVICE, REF)
                                 and not iterable.device.known and api.is_loader_name(last_identifier(node))
                                 and iterable.source != "device-aware"):
+            if kind == LOADER and iterable.source == SOURCE_MIXED:
+                return UNKNOWN_VALUE  # a dataset whose items may already be on the accelerator
             if kind == LOADER and iterable.origin is not None:
                 self.program.batch_loaders[id(origin)] = iterable.origin
             if kind == LOADER and iterable.device.known and not iterable.device.is_cpu:

@@ -157,6 +157,8 @@ SOURCE_UNREGISTERED = "unregistered"  # a plain tensor attribute of a module, se
 #: a device that is one of several known ones by path (`t.device if is_tensor(t) else cpu`): unknown,
 #: and not to be guessed from its variable's name
 SOURCE_MIXED = "mixed"
+#: `t.type()`: the name of t's tensor type, which carries t's device (`x.type(t.type())` moves x there)
+SOURCE_TYPE_NAME = "type-name"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from . import torch_api as api
 from .env import Env, moved_copy
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState, caller_chains
 from .apply_overrides import attributes_applied
-from .calls import is_move_call
+from .calls import caller_arg, is_move_call
 from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
 from .invocation import site_from
@@ -266,7 +266,8 @@ class Program:
                     info.stateful = parent.stateful
                 for name, method in parent.methods.items():
                     info.methods.setdefault(name, method)
-            elif isinstance(base.value, cst.Name) and base.value.value == "object" and value.kind == ANY:
+            elif (isinstance(base.value, cst.Name) and base.value.value == "object" and value.kind == ANY) or (
+                    value.kind == REF and value.cls in api.NON_MODULE_BASES):
                 verdicts.append(False)
             else:
                 verdicts.append(None)
@@ -403,6 +404,19 @@ class Program:
         if done is None or done.result.kind not in (LIST, TUPLE):
             return None
         return caller.element_of(done.result, node, node)
+
+    def dataset_item(self, dataset: Value, node: cst.CSTNode, caller, env: Env) -> Optional[Value]:
+        """What `dataset[i]` gives for a dataset object of this file (its `__getitem__`), or None."""
+        info = self.classes.get(dataset.cls)
+        if info is None:
+            return None
+        self.ensure_class(info)
+        method = info.methods.get("__getitem__")
+        if method is None:
+            return None
+        index = caller_arg(Value(kind=HOST))
+        done = self._invoke(method, dataset, node, [index], caller, env)
+        return done.result if done is not None else None
 
     def call_forward(self, callee: Value, node: cst.Call, args, caller, env: Env) -> Optional[Value]:
         """`model(x)` on a module class of this file: its `forward`, run for this receiver and input."""

@@ -128,6 +128,13 @@ def device_flag(attribute: str, device_kind: str) -> Optional[bool]:
 #: Base classes that make a class an ``nn.Module``.
 #: Base names that make a class an nn.Module even when imported from elsewhere.
 MODULE_BASE_NAMES = ("Module", "PreTrainedModel", "LightningModule", "ModelMixin")
+#: Bases that make a class surely no module: datasets, samplers, test cases (their objects are
+#: plain objects of the file, whose methods run in context).
+NON_MODULE_BASES = frozenset({
+    "torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset", "torch.utils.data.IterableDataset",
+    "torch.utils.data.dataset.IterableDataset", "torch.utils.data.Sampler", "torch.utils.data.sampler.Sampler",
+    "unittest.TestCase", "abc.ABC",
+})
 MODULE_BASES = frozenset({
     "torch.nn.Module", "torch.nn.modules.module.Module",
     "pytorch_lightning.LightningModule", "lightning.LightningModule",
