@@ -374,7 +374,7 @@ class CallEvaluator:
                 self.check_host_conversion(arg.node.value, arg.value, node, qualname, env)
             return Value(kind=HOST)
         if api.is_op(qualname):
-            operands = self.operands_of(args)
+            operands = self.operands_of(args)[:1] if name in api.HOST_TARGET_LOSSES else self.operands_of(args)
             return self.check_operands(node, operands, qualname.replace("torch.nn.functional.", "F."),
                                        arithmetic=name in api.ARITHMETIC_FUNCTIONS)
         if not qualname.startswith("torch."):
@@ -827,6 +827,8 @@ class CallEvaluator:
             return Value(kind=TENSOR, origin=node)  # reported here: what it returns is no new root cause
         own_forward = env is not None and operation in ("call", "forward") and callee.cls in self.program.classes
         if callee.stateful is False and not own_forward:  # a loss or activation module: its inputs meet each other
+            if callee.cls in api.HOST_TARGET_LOSSES:
+                inputs = inputs[:1]
             label = dotted_name(callee_node) if isinstance(callee_node, (cst.Name, cst.Attribute)) else None
             return self.check_operands(node, inputs, f"{label}(...)" if label else operation, arithmetic=False)
         device = callee.device

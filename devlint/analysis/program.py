@@ -369,6 +369,7 @@ class Program:
             return UNKNOWN_VALUE
         self.contexts.heap.allocate(id(node), {})
         init = info.methods.get("__init__")
+        built = instance
         if init is not None and caller is not None:
             done = self._invoke(init, instance, node, args, caller, env)
             for ident, moved, weak in done.moved if done is not None else ():
@@ -376,7 +377,22 @@ class Program:
                 instance = moved_copy(instance, ident, moved, weak)
         if not self.contexts.heap.fields(id(node)):
             self.contexts.heap.allocate(id(node), {key[len("self."):]: value for key, value in info.attrs.items()})
+        elif instance.kind == MODULE and instance == built:  # (not moved by its own `__init__`)
+            instance = self._built_where_weights_are(instance, self.contexts.heap.fields(id(node)))
         return instance
+
+    @staticmethod
+    def _built_where_weights_are(instance: Value, fields: Dict[str, Value]) -> Value:
+        """A module whose `__init__` made all its parameters, buffers and submodules on one device
+        (`torch.arange(n, device=device)` registered as buffers) is on that device, not the default."""
+        devices = {value.device for value in fields.values()
+                   if value.kind == MODULE or (value.kind == TENSOR and value.parameter)}
+        if not devices:
+            return instance
+        if len(devices) > 1:  # (weights on several devices: where "the module" is, is unknown)
+            return replace(instance, device=UNKNOWN)
+        device = next(iter(devices))
+        return instance if device == instance.device else replace(instance, device=device)
 
     def _invoke(self, info: "FunctionInfo", receiver: Optional[Value], node: cst.Call, args, caller, env: Env):
         """Interpret `info` for this call (see `contexts.py`); None when it cannot be."""

@@ -128,6 +128,9 @@ def device_flag(attribute: str, device_kind: str) -> Optional[bool]:
 #: Base classes that make a class an ``nn.Module``.
 #: Base names that make a class an nn.Module even when imported from elsewhere.
 MODULE_BASE_NAMES = ("Module", "PreTrainedModel", "LightningModule", "ModelMixin")
+#: Losses whose targets and lengths may stay on the CPU (cuDNN's CTC even wants them there): only
+#: the first input, the log-probabilities, must be on the device. Class and functional names.
+HOST_TARGET_LOSSES = frozenset({"CTCLoss", "ctc_loss"})
 #: Bases that make a class surely no module: datasets, samplers, test cases (their objects are
 #: plain objects of the file, whose methods run in context).
 NON_MODULE_BASES = frozenset({
