@@ -141,7 +141,9 @@ class CallEvaluator:
     def note_unregistered_use(self, operands: List[Tuple[cst.CSTNode, Value]]) -> None:
         """A plain CPU tensor attribute meets something that may be on the module's device."""
         stored = [v for _, v in operands if v.source == SOURCE_UNREGISTERED and v.origin is not None]
-        if stored and any(v.source != SOURCE_UNREGISTERED and v.kind != HOST and not (placed(v) and v.device.is_cpu)
+        # (the other operand is known to be off the CPU: the module's tensors, an input on its device;
+        # a value we know nothing of, such as a sample a library drew, confirms nothing)
+        if stored and any(v.source != SOURCE_UNREGISTERED and placed(v) and not v.device.is_cpu
                           for _, v in operands):
             self.program.unregistered_used.update(id(v.origin) for v in stored)
 
@@ -414,9 +416,16 @@ class CallEvaluator:
                 env.values[root] = replace(value.with_device(UNKNOWN), source="", cls="") if value.kind == ANY else value.with_device(UNKNOWN)
 
     def operands_of(self, args: List[Arg]) -> List[Tuple[cst.CSTNode, Value]]:
+        """The tensors an op computes with. A sequence is expanded where ops take tensors as one
+        (`torch.cat([a, b])`, `torch.einsum(eq, [a, b])`: the first argument after an equation);
+        elsewhere a tuple is sizes or options (`F.interpolate(x, (h, w))`)."""
         operands = []
+        positional = [a for a in args if a.keyword is None and not a.node.star]
+        first = next((a for a in positional if string_value(a.node.value) is None), None)
         for arg in args:
             value = arg.value
+            if value.kind in (TUPLE, LIST) and arg is not first:
+                continue
             if value.kind == TUPLE:
                 expr = arg.node.value
                 nodes = [e.value for e in expr.elements] if isinstance(expr, (cst.List, cst.Tuple)) else [expr] * len(value.items)
@@ -450,12 +459,16 @@ class CallEvaluator:
         device = default
         if device_kw is not None:
             device = self.placement(device_kw, node, env) or UNKNOWN
+        # `torch.rand(n, **tkwargs)`: a device may be in there
+        given = device_kw is not None or any(a.node.star == "**" for a in args)
+        if given and device_kw is None:
+            device = UNKNOWN
         scalar: Optional[bool] = False
-        if name in api.SCALAR_FACTORIES and device_kw is None and args and args[0].value.kind in (TENSOR, BATCH):
+        if name in api.SCALAR_FACTORIES and not given and args and args[0].value.kind in (TENSOR, BATCH):
             return replace(args[0].value, kind=TENSOR, origin=node)  # `torch.as_tensor(t)` stays where t is
         data = args[0].value if args and args[0].keyword is None else UNKNOWN_VALUE
         # host data of this step (not a batch the loader made: that one is reported as preprocessing)
-        host_copy = (name in api.COPYING_FACTORIES and device_kw is None and data.kind == HOST
+        host_copy = (name in api.COPYING_FACTORIES and not given and data.kind == HOST
                      and data.source != SOURCE_LOADER and data.literal is None)
         if name in api.SCALAR_FACTORIES:
             data = args[0].node.value if args else None
@@ -470,7 +483,7 @@ class CallEvaluator:
         elif _empty_shape(args):
             return _placeholder(node)
         return Value(kind=TENSOR, device=device, origin=node, source=self.factory_source,
-                     scalar=scalar, explicit_device=device_kw is not None, host_copy=host_copy)
+                     scalar=scalar, explicit_device=given, host_copy=host_copy)
 
     def torch_load(self, node: cst.Call, args: List[Arg], env) -> Value:
         location = next((a for a in args if a.keyword == "map_location"), None)
