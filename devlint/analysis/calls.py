@@ -141,10 +141,12 @@ class CallEvaluator:
     def note_unregistered_use(self, operands: List[Tuple[cst.CSTNode, Value]]) -> None:
         """A plain CPU tensor attribute meets something that may be on the module's device."""
         stored = [v for _, v in operands if v.source == SOURCE_UNREGISTERED and v.origin is not None]
-        # (the other operand is known to be off the CPU: the module's tensors, an input on its device;
-        # a value we know nothing of, such as a sample a library drew, confirms nothing)
-        if stored and any(v.source != SOURCE_UNREGISTERED and placed(v) and not v.device.is_cpu
-                          for _, v in operands):
+        # (the other operand is known to be off the CPU or is the method's tensor input, which comes
+        # on the module's device; a value we know nothing of, such as a sample a library drew,
+        # confirms nothing)
+        if stored and any(v.source != SOURCE_UNREGISTERED and (
+                (placed(v) and not v.device.is_cpu) or (v.kind in (TENSOR, BATCH) and isinstance(v.origin, cst.Param)))
+                for _, v in operands):
             self.program.unregistered_used.update(id(v.origin) for v in stored)
 
     def record_mismatch(self, node, context, anchor: Operand, offender: Operand, operation: str) -> None:
@@ -643,6 +645,8 @@ class CallEvaluator:
         if name in api.SYNC_BUILTINS:
             for arg in args if name == "print" else args[:1]:
                 self.note_sync(arg.node.value, arg.value, node, f"{name}()")
+        if name == "getattr" and len(args) == 3:
+            self.note_settings_default(string_value(args[1].node.value), args[2], "config default")
         if name in _BUILTIN_HOST:
             return Value(kind=HOST)
         if name == "range":
@@ -696,6 +700,9 @@ class CallEvaluator:
         if kind == ANY and name == "add_argument":
             self.note_argument_default(args)
             return UNKNOWN_VALUE
+        positional = [a for a in args if a.keyword is None and not a.node.star]
+        if name == "get" and len(positional) == 2 and kind in (ANY, LIST, HOST):
+            self.note_settings_default(string_value(positional[0].node.value), positional[1], "config default")
         if kind == ANY and name in api.FRAMEWORK_PLACING_METHODS:
             self.escape(args, env)
             return Value(source="device-aware")
@@ -715,6 +722,13 @@ class CallEvaluator:
             if receiver.origin is not None:  # the optimizer object itself holds it, whatever names it
                 self.program.contexts.heap.optimizer_state.setdefault(id(receiver.origin), node)
         return UNKNOWN_VALUE
+
+    def note_settings_default(self, key: Optional[str], default: Optional[Arg], what: str) -> None:
+        """`params.get("device", "cuda")`, `getattr(cfg, "device", "cuda")`, `{"device": "cuda"}`: a
+        settings lookup whose fallback needs a GPU."""
+        if (key is not None and default is not None and api.is_device_name(key)
+                and default.value.kind == DEVICE and default.value.device.kind == "unguarded"):
+            self.record_misuse(default.node.value, ACCELERATOR_DEFAULT, what)
 
     def note_argument_default(self, args: List[Arg]) -> None:
         """`parser.add_argument("--device", default="cuda")`: every run without the flag needs a GPU."""
@@ -849,6 +863,8 @@ class CallEvaluator:
         if device.known and not callee.scatters and callee.stateful is not False:
             checked = inputs if callee.cls in api.RECURRENT_NN_CLASSES else self.main_inputs(args)
             for expr, whole in checked:
+                if own_forward and isinstance(expr, (cst.List, cst.Dict, cst.ListComp, cst.DictComp)):
+                    continue  # `model([{"image": img}])`: its own `forward` takes the inputs apart and moves them
                 parts = whole.items if whole.kind == TUPLE else (whole,)  # an (h0, c0) pair is one input
                 wrong = [v for v in parts if placed(v) and conflicts(device, v.device) and v.scalar is not True]
                 if wrong:

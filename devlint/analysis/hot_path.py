@@ -214,6 +214,8 @@ class HotPathTracker:
         root = (dotted_name(receiver_node) or "").split(".", 1)[0]
         if root in frame.targets or (receiver.ident is not None and receiver.ident in frame.created):
             return  # a different model each iteration
+        if root == "self" and self.scope.in_module_init:
+            return  # a module moving itself while it is built: a new one each time it is constructed
         if any((dotted_name(arg.value) or "").split(".", 1)[0] in frame.targets for arg in node.args):
             return  # a different device each iteration (`for device in devices: model.to(device)`)
         if self.first_time("module-move", receiver, node):

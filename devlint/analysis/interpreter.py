@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from . import torch_api as api
-from .calls import CallEvaluator
+from .calls import Arg, CallEvaluator
 from .device_choice import PER_RANK, DeviceChoiceTracker, environment_key
 from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
@@ -618,6 +618,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if isinstance(element, cst.DictElement):
                 self.eval(element.key, env)
                 values.append(self.eval(element.value, env))
+                if isinstance(element.value, (cst.SimpleString, cst.ConcatenatedString)):  # settings: `{"device": "cuda"}`
+                    self.note_settings_default(string_value(element.key), Arg(element, values[-1]), "config default")
             else:
                 values.append(UNKNOWN_VALUE)
                 self.eval(element.value, env)
