@@ -312,6 +312,8 @@ class CallEvaluator:
             env.default_device = api.tensor_type_device(first.cls) or UNKNOWN if first.kind == REF else UNKNOWN
             return Value(kind=HOST)
         if qualname.startswith("torch.") and qualname.count(".") == 1:
+            if name in api.COPYING_FACTORIES and args and args[0].value.kind == HOST and args[0].value.host_work is not None:
+                self.note_host_work(args[0].node.value, args[0].value, node)
             if name in api.FACTORIES:
                 return self.factory(name, node, args, env, env.default_device)
             if name in api.LIKE_FACTORIES:
@@ -376,6 +378,11 @@ class CallEvaluator:
             self.note_preprocessing(qualname, args, node)
             for arg in args:
                 self.check_host_conversion(arg.node.value, arg.value, node, qualname, env)
+            batch = next((v for v in (a.value.items[0] if a.value.kind == LIST and a.value.items else a.value for a in args)
+                          if v.source == SOURCE_LOADER and v.kind == HOST), None)
+            if batch is not None and qualname.startswith(api.PREPROCESSING_ROOTS):
+                # `np.stack(frames)` assembles those frames' data; `np.log1p(a)` works on it
+                return batch if qualname in api.NUMPY_ASSEMBLY else replace(batch, host_work=node)
             return Value(kind=HOST)
         if api.is_op(qualname):
             operands = self.operands_of(args)[:1] if name in api.HOST_TARGET_LOSSES else self.operands_of(args)
@@ -708,8 +715,12 @@ class CallEvaluator:
             return Value(source="device-aware")
         if kind == ANY and name in _MODULE_CALL_METHODS:
             return self.call_value(receiver, receiver_node, node, args, last_identifier(receiver_node), env)
+        if kind == HOST and receiver.literal is None and not receiver.source and name not in api.MOVE_METHODS \
+                and name not in api.NUMPY_SAME_DATA_METHODS:
+            return Value(kind=HOST)  # `rng.integers(...)`: host objects make host data
         if kind == HOST and name in api.NUMPY_SAME_DATA_METHODS:
-            return receiver  # `batch.numpy().astype(np.float64)` is still that batch's data
+            # `batch.numpy().astype(np.float64)` is still that batch's data (converted: worked on)
+            return replace(receiver, host_work=node) if name in api.NUMPY_WORK_METHODS and receiver.source == SOURCE_LOADER else receiver
         return UNKNOWN_VALUE
 
     def optimizer_method(self, receiver: Value, receiver_node, name: str, node: cst.Call, env) -> Value:

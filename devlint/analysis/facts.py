@@ -169,6 +169,8 @@ class HotPathWaste:
 
 CREATED_THEN_MOVED = "created-then-moved"
 HOST_PREPROCESSING = "host-preprocessing"
+#: a batch or frame worked on with numpy (arithmetic, `astype`) then made a tensor, every step
+HOST_WORK_CONVERTED = "host-work-converted"
 MODEL_MOVED_IN_LOOP = "model-moved-in-loop"
 
 

@@ -14,7 +14,7 @@ from typing import List, Optional, Set
 import libcst as cst
 
 from . import torch_api as api
-from .facts import CREATED_THEN_MOVED, HOST_PREPROCESSING, MODEL_MOVED_IN_LOOP, HostSync, HotPathWaste, LoaderFeed, Operand
+from .facts import CREATED_THEN_MOVED, HOST_PREPROCESSING, HOST_WORK_CONVERTED, MODEL_MOVED_IN_LOOP, HostSync, HotPathWaste, LoaderFeed, Operand
 from .lattice import HOST, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SYMBOLIC, TENSOR, BATCH, Value
 from .names import dotted_name, integer_value, last_identifier, sub_expressions
 
@@ -206,6 +206,17 @@ class HotPathTracker:
                     self.program.facts.waste.append(
                         HotPathWaste(node, HOST_PREPROCESSING, Operand(arg.node.value, value), qualname))
                 return
+
+    def note_host_work(self, expr, data: Value, node: cst.Call) -> None:
+        """`torch.from_numpy(frame.astype(np.float32) / 255)` every step: the numpy work on each
+        batch or frame is host preprocessing, reported where it becomes a tensor (once per batch:
+        not again when a numpy call on it was reported already)."""
+        if data.source != SOURCE_LOADER or not self.in_stepping_code or self.interval_depth:
+            return
+        if self.first_time("preprocess", data, node):
+            work = " ".join(self.program.module.code_for_node(data.host_work).split())
+            detail = work if len(work) <= 40 else work[:37] + "..."
+            self.program.facts.waste.append(HotPathWaste(node, HOST_WORK_CONVERTED, Operand(expr, data), detail))
 
     def note_module_move(self, receiver_node, receiver: Value, node: cst.Call, target) -> None:
         frame = next((f for f in reversed(self.frames) if f.encloses_steps), None)

@@ -445,7 +445,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         kind = iterable.kind
         if kind == OBJECT:  # an object of this file: what its `__iter__` yields, else unknown
             element = self.program.iterate(iterable, node, self, env) if env is not None else None
-            return element if element is not None else UNKNOWN_VALUE
+            return _host_sample(element, origin) if element is not None else UNKNOWN_VALUE
         if kind == LOADER or (kind not in (LIST, TUPLE, BATCH, TENSOR, MODULE, HOST, DEVICE, REF)
                                 and not iterable.device.known and api.is_loader_name(last_identifier(node))
                                 and iterable.source != "device-aware"):
@@ -460,6 +460,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                     Value(kind=TENSOR, device=api.CPU, origin=origin, source=SOURCE_LOADER, scalar=False)
                     if item.device.is_cpu else item for item in iterable.items))
             return Value(kind=BATCH, device=api.CPU, origin=origin, source=SOURCE_LOADER)
+        if kind == LIST and iterable.cls == "generator" and iterable.items:
+            return _host_sample(iterable.items[0], origin)
         if kind == LIST:
             return iterable.items[0] if iterable.items else UNKNOWN_VALUE
         if kind == TUPLE:
@@ -468,6 +470,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return Value(kind=TENSOR, device=iterable.device, origin=iterable.origin, via=iterable.via, source=iterable.source)
         if kind == HOST and iterable.source == SOURCE_LOADER:  # rows of a batch turned into numpy
             return iterable
+        if kind == HOST and iterable.literal is None and not iterable.source:  # rows of a numpy array
+            return Value(kind=HOST)
         if kind == MODULE:  # iterating a ModuleList/Sequential yields its submodules
             return Value(kind=MODULE, device=iterable.device, origin=iterable.origin, via=iterable.via, stateful=None)
         return UNKNOWN_VALUE
@@ -688,6 +692,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return base.items[0]
         if base.kind == MODULE:  # nn.Sequential / ModuleList indexing
             return Value(kind=MODULE, device=base.device, origin=base.origin, via=base.via, stateful=None)
+        if base.kind == HOST and base.source == SOURCE_LOADER:  # `img[..., ::-1]`: a view of that step's data
+            return base
         return UNKNOWN_VALUE
 
     def eval_BinaryOperation(self, node: cst.BinaryOperation, env: Env) -> Value:
@@ -700,11 +706,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if operator == "+" and (string_value(left_node) or "").startswith("cuda:"):  # "cuda:" + str(gpu)
                 device = replace(self.accelerator_literal(api.parse_device_string("cuda"), env), key=PER_RANK)
                 return Value(kind=DEVICE, device=device, origin=node)
+            loader_data = next((v for v in (left, right) if v.kind == HOST and v.source == SOURCE_LOADER), None)
+            if loader_data is not None:  # numpy arithmetic on a batch is still that batch's data, worked on
+                return replace(loader_data, host_work=node)
             if left.kind == HOST and right.kind == HOST:
                 return Value(kind=HOST, source=left.source or right.source, origin=left.origin or right.origin)
-            loader_data = next((v for v in (left, right) if v.kind == HOST and v.source == SOURCE_LOADER), None)
-            if loader_data is not None:
-                return loader_data  # numpy arithmetic on a batch is still that batch's data
             return UNKNOWN_VALUE
         return self.check_operands(node, [(left_node, left), (right_node, right)], operator,
                                    arithmetic=operator != "@")
@@ -863,6 +869,14 @@ def narrowed(test: cst.BaseExpression, types: frozenset) -> List[str]:
         if names and all(dotted_name(n) in types for n in names):
             return [test.args[0].value.value]
     return []
+
+
+def _host_sample(element: Value, origin: cst.CSTNode) -> Value:
+    """A numpy frame or record a generator (or an `__iter__`) yields: host data of one step, like a
+    loader's batch."""
+    if element.kind == HOST and element.literal is None and not element.source:
+        return replace(element, source=SOURCE_LOADER, origin=origin)
+    return element
 
 
 def _names_settings(node: cst.CSTNode) -> bool:

@@ -197,6 +197,9 @@ class Value:
     wrapped_at: Optional[cst.CSTNode] = field(default=None, compare=False, hash=False)
     #: None on some path (`self.head = None`, set later): an `is None` test on it is not decided
     nullable: bool = False
+    #: host data of one step (a batch's `.numpy()`, a frame a generator yields) that numpy worked on
+    #: (arithmetic, `astype`, a numpy function): where that work happened, for DEV403
+    host_work: Optional[cst.CSTNode] = field(default=None, compare=False, hash=False)
 
     def with_device(self, device: Device, origin: Optional[cst.CSTNode] = None, **changes) -> "Value":
         changes.setdefault("alternatives", ())

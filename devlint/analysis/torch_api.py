@@ -58,6 +58,13 @@ NUMPY_SAME_DATA_METHODS = frozenset({
     "astype", "reshape", "transpose", "copy", "squeeze", "swapaxes", "flatten", "ravel", "clip",
     "view", "round", "__array__",
 })
+#: numpy functions that only assemble or lay out data (a batch of frames): no work on it.
+NUMPY_ASSEMBLY = frozenset("numpy." + name for name in (
+    "stack", "concatenate", "vstack", "hstack", "array", "asarray", "ascontiguousarray", "expand_dims",
+    "transpose", "moveaxis", "squeeze", "reshape",
+))
+#: Of those, the ones that compute (a dtype conversion, clipping): host work on each batch.
+NUMPY_WORK_METHODS = frozenset({"astype", "clip", "round"})
 #: Factories that draw random numbers: made on the device they draw from its own generator, so the
 #: values differ from those drawn on the CPU (a fix that moves their creation is unsafe).
 RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm"})

@@ -57,6 +57,12 @@ class RuleContext:
         text = " ".join(self.module.code_for_node(node).split())
         return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
 
+    def origin_words(self, value: Value) -> str:
+        """`DataLoader batch, line 12`: where a value came from, without its device."""
+        if value.origin is None:
+            return "made here"
+        return _SOURCE_WORDS.get(value.source, "since line {}").format(self.line_of(value.origin))
+
     def where(self, value: Value) -> str:
         """`cpu (a DataLoader batch, line 12)`: a device and where it came from."""
         device = value.device.describe()

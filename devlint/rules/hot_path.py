@@ -7,7 +7,9 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..analysis import torch_api as api
-from ..analysis.facts import CREATED_THEN_MOVED, HOST_PREPROCESSING, MODEL_MOVED_IN_LOOP, FileFacts, HotPathWaste
+from ..analysis.facts import (
+    CREATED_THEN_MOVED, HOST_PREPROCESSING, HOST_WORK_CONVERTED, MODEL_MOVED_IN_LOOP, FileFacts, HotPathWaste,
+)
 from ..analysis.names import dotted_name, last_identifier
 from ..fixes import SAFE, UNSAFE, Fix
 from ..fixes.recipes import takes_keyword
@@ -212,6 +214,11 @@ for x, y in loader:
                 yield Finding(fact.node, (
                     f"`{fact.detail}` processes {context.operand(fact.subject)} ({context.where(fact.subject.value)}) "
                     "on the host every step; do it in the Dataset or its transforms"))
+            elif fact.kind == HOST_WORK_CONVERTED:
+                yield Finding(fact.node, (
+                    f"each step's data ({context.origin_words(fact.subject.value)}) is worked on with numpy on the "
+                    f"host (`{fact.detail}`) before it becomes a tensor here; do it in the Dataset or its "
+                    "transforms, or on the device after the copy"))
 
 
 class LoaderNotPinned(Rule):
