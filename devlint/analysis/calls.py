@@ -568,13 +568,15 @@ class CallEvaluator:
         """A module moves to an accelerator: optimizers built on it while it was on the CPU."""
         if receiver.ident is None or not (target.is_accelerator or target.kind == SYMBOLIC):
             return
-        loaded = self.program.contexts.heap.optimizer_state
-        for value in list(env.values.values()):
+        heap = self.program.contexts.heap
+        loaded = heap.optimizer_state
+        for value in list(env.values.values()) + heap.optimizers_of(receiver.ident):
             if value.kind == OPTIMIZER and value.ident == receiver.ident and value.device.is_cpu:
                 state_at = value.state_at or (loaded.get(id(value.origin)) if value.origin is not None else None)
                 if self.first_time("optimizer", value, node):
+                    # (an optimizer a helper method built is reported at the call of that helper)
                     self.program.facts.optimizers_before_move.append(OptimizerBeforeMove(
-                        state_at or value.origin, value.cls or "optimizer", node, state_at is not None))
+                        state_at or value.via or value.origin, value.cls or "optimizer", node, state_at is not None))
 
     def literal_option(self, args: List[Arg], keyword: str) -> Optional[bool]:
         arg = next((a for a in args if a.keyword == keyword), None)

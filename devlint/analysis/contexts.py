@@ -24,7 +24,7 @@ from .interpreter import Interpreter, Scope
 from .invocation import (
     MAX_CONTEXTS, MAX_DEPTH, CallSite, Invocation, bind_parameters, context_key, set_fields,
 )
-from .lattice import DEVICE, HOST, LIST, MODULE, OBJECT, UNKNOWN_VALUE, Value, join_all, join_paths
+from .lattice import DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, UNKNOWN_VALUE, Value, join_all, join_paths
 from .names import string_value
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,7 +80,7 @@ class ContextRunner:
             self.memo[key] = done
             if site.recording:
                 self.reached.add(node_id)
-        self._apply(done, caller, caller_env)
+        self._apply(done, caller, caller_env, site.node)
         return replace(done, result=_returned_through(done.result, site, bound))
 
     def _run(self, info: "FunctionInfo", receiver: Optional[Value], bound: Dict[str, Value],
@@ -123,12 +123,14 @@ class ContextRunner:
         return Invocation(result, moved, tuple(fields), interp.cuda_initialised, interp.stepped, interp.trained,
                           interp.encloses)
 
-    def _apply(self, done: Invocation, caller: Interpreter, env: Env) -> None:
+    def _apply(self, done: Invocation, caller: Interpreter, env: Env, call: cst.CSTNode) -> None:
         # Moves first: a field the callee set after a move (`self.model = DataParallel(net.cuda())`)
         # already holds what the move made, and must not be rewritten by it.
         for ident, moved, weak in done.moved:
             caller.note_moved(ident, moved, env, weak)
         for ident, field, value in done.fields:
+            if value.kind == OPTIMIZER and value.via is None:  # built by this call (`self._setup_optim(opt)`)
+                value = replace(value, via=call)
             self.heap.store(ident, field, value)
         touched = {ident for ident, _, _ in done.fields}
         if touched:

@@ -9,10 +9,10 @@ one abstract object; its fields are then a summary of all of them.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from .env import moved_copy
-from .lattice import Value, join_values
+from .lattice import OPTIMIZER, Value, join_values
 
 
 class Heap:
@@ -26,6 +26,17 @@ class Heap:
         #: optimizer (by the node that built it) -> where CPU state was created or loaded into it,
         #: through whichever alias (`self.opt.load_state_dict(...)` in a helper object)
         self.optimizer_state: Dict[int, object] = {}
+
+    def optimizers_of(self, module: int) -> List[Value]:
+        """The optimizers some object's field holds that were built on `module`'s parameters
+        (`self.optimizer`, set by a helper method; an agent's `policy_optimizer`)."""
+        # (an optimizer carries its module's identity, so the places holding it are indexed there)
+        found = []
+        for owner, name in self._holders.get(module, ()):
+            value = self._fields.get(owner, {}).get(name)
+            if value is not None and value.kind == OPTIMIZER and value.ident == module:
+                found.append(value)
+        return found
 
     def fields(self, ident: Optional[int]) -> Dict[str, Value]:
         """The known fields of an object (empty when it has none or is not an object)."""
