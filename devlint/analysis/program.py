@@ -407,32 +407,28 @@ class Program:
             done = replace(done, result=_built_here(result, node))
         return done
 
-    def iterate(self, obj: Value, node: cst.CSTNode, caller, env: Env) -> Optional[Value]:
-        """`for batch in loader:` over an object of this file: one element of its `__iter__`."""
+    def _protocol_method(self, obj: Value, name: str, node: cst.CSTNode, args, caller, env: Env) -> Optional[Value]:
+        """What a dunder method (`__iter__`, `__getitem__`) of an object of this file returns here."""
         info = self.classes.get(obj.cls)
         if info is None:
             return None
         self.ensure_class(info)
-        method = info.methods.get("__iter__")
+        method = info.methods.get(name)
         if method is None:
             return None
-        done = self._invoke(method, obj, node, [], caller, env)
-        if done is None or done.result.kind not in (LIST, TUPLE):
+        done = self._invoke(method, obj, node, args, caller, env)
+        return done.result if done is not None else None
+
+    def iterate(self, obj: Value, node: cst.CSTNode, caller, env: Env) -> Optional[Value]:
+        """`for batch in loader:` over an object of this file: one element of its `__iter__`."""
+        result = self._protocol_method(obj, "__iter__", node, [], caller, env)
+        if result is None or result.kind not in (LIST, TUPLE):
             return None
-        return caller.element_of(done.result, node, node)
+        return caller.element_of(result, node, node)
 
     def dataset_item(self, dataset: Value, node: cst.CSTNode, caller, env: Env) -> Optional[Value]:
         """What `dataset[i]` gives for a dataset object of this file (its `__getitem__`), or None."""
-        info = self.classes.get(dataset.cls)
-        if info is None:
-            return None
-        self.ensure_class(info)
-        method = info.methods.get("__getitem__")
-        if method is None:
-            return None
-        index = caller_arg(Value(kind=HOST))
-        done = self._invoke(method, dataset, node, [index], caller, env)
-        return done.result if done is not None else None
+        return self._protocol_method(dataset, "__getitem__", node, [caller_arg(Value(kind=HOST))], caller, env)
 
     def call_forward(self, callee: Value, node: cst.Call, args, caller, env: Env) -> Optional[Value]:
         """`model(x)` on a module class of this file: its `forward`, run for this receiver and input."""
