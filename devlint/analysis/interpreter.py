@@ -21,7 +21,7 @@ from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF,
-    SEVERAL_PATH, SOURCE_LOADER, SOURCE_MIXED, TENSOR,
+    SEVERAL_PATH, SOURCE_LOADER, SOURCE_MIXED, STEP_SAMPLE, TENSOR,
     TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values, surely_not_none,
 )
 from .hot_path import is_interval_test
@@ -875,7 +875,7 @@ def _host_sample(element: Value, origin: cst.CSTNode) -> Value:
     """A numpy frame or record a generator (or an `__iter__`) yields: host data of one step, like a
     loader's batch."""
     if element.kind == HOST and element.literal is None and not element.source:
-        return replace(element, source=SOURCE_LOADER, origin=origin)
+        return replace(element, source=SOURCE_LOADER, origin=origin, cls=STEP_SAMPLE)
     return element
 
 

@@ -13,7 +13,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from ..analysis.facts import Operand
 from ..fixes.builder import EditBuilder
 from ..analysis.lattice import (
-    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_STEP, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, Value,
+    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_STEP, SOURCE_LOAD, SOURCE_LOADER, SOURCE_TOKENIZER, STEP_SAMPLE, Value,
 )
 
 _SOURCE_WORDS = {
@@ -61,6 +61,8 @@ class RuleContext:
         """`DataLoader batch, line 12`: where a value came from, without its device."""
         if value.origin is None:
             return "made here"
+        if value.source == SOURCE_LOADER and value.cls == STEP_SAMPLE:
+            return f"yielded by the loop on line {self.line_of(value.origin)}"
         return _SOURCE_WORDS.get(value.source, "since line {}").format(self.line_of(value.origin))
 
     def where(self, value: Value) -> str:
@@ -68,7 +70,7 @@ class RuleContext:
         device = value.device.describe()
         if value.origin is None:
             return device
-        words = _SOURCE_WORDS.get(value.source, "since line {}").format(self.line_of(value.origin))
+        words = self.origin_words(value)
         if isinstance(value.via, cst.Call) and self.line_of(value.via) != self.line_of(value.origin):
             words += f" in `{self.text_of(value.via.func)}`, called on line {self.line_of(value.via)}"
         return f"{device} ({words})"
