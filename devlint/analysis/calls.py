@@ -21,7 +21,7 @@ from .facts import (
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
     SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TYPE_NAME, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
-    HOST_PATH, SYMBOLIC,
+    HOST_PATH, OWN_FORWARD_MOVES, SYMBOLIC,
     TENSOR, TOKENIZER,
     TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, literal_of, symbolic,
 )
@@ -859,7 +859,7 @@ class CallEvaluator:
             return Value(kind=TENSOR, origin=node)  # reported here: what it returns is no new root cause
         part = _replaced_part(callee)
         if part is not None and self.first_time("part", callee, node):
-            if callee.scatters:
+            if callee.scatters and callee.scatters != OWN_FORWARD_MOVES:
                 self.program.facts.parallel_on_cpu.append(ParallelOnCpu(node, part, callee.scatters))
             else:
                 self.program.facts.mismatches.append(DeviceMismatch(
@@ -873,7 +873,8 @@ class CallEvaluator:
             return self.check_operands(node, inputs, f"{label}(...)" if label else operation, arithmetic=False)
         device = callee.device
         reported: Set[int] = set()
-        if device.known and not callee.scatters and callee.stateful is not False:
+        moves_input = own_forward and self.program.moves_own_input(self.program.classes[callee.cls])
+        if device.known and not callee.scatters and not moves_input and callee.stateful is not False:
             checked = inputs if callee.cls in api.RECURRENT_NN_CLASSES else self.main_inputs(args)
             for expr, whole in checked:
                 if own_forward and isinstance(expr, (cst.List, cst.Dict, cst.ListComp, cst.DictComp)):

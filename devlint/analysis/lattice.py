@@ -157,6 +157,9 @@ SOURCE_UNREGISTERED = "unregistered"  # a plain tensor attribute of a module, se
 #: a device that is one of several known ones by path (`t.device if is_tensor(t) else cpu`): unknown,
 #: and not to be guessed from its variable's name
 SOURCE_MIXED = "mixed"
+#: the `scatters` of a module whose own `forward` moves its input where it needs it (ignite's
+#: InceptionModel: `data = data.to(self._device)`): its callers may pass any device
+OWN_FORWARD_MOVES = "its forward"
 #: the `cls` of host data a generator or an `__iter__` yields, one step at a time (a video frame):
 #: treated as a loader's batch, named for what it is
 STEP_SAMPLE = "step-sample"

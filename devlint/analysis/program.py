@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
+import libcst.matchers as matchers
 
 from . import torch_api as api
 from .env import Env, moved_copy
@@ -98,6 +99,7 @@ class ClassInfo:
         self.module_assigned: Set[str] = set()
         self.methods: Dict[str, FunctionInfo] = {}
         self.init_seed: Optional[Dict[str, Value]] = None  # what `__init__` inherits from base classes
+        self.moves_input: Optional[bool] = None  # its `forward` moves its first input (see `moves_own_input`)
         self.state = "new"  # new -> running -> done
         for statement in node.body.body:
             if isinstance(statement, cst.FunctionDef):
@@ -429,6 +431,17 @@ class Program:
     def dataset_item(self, dataset: Value, node: cst.CSTNode, caller, env: Env) -> Optional[Value]:
         """What `dataset[i]` gives for a dataset object of this file (its `__getitem__`), or None."""
         return self._protocol_method(dataset, "__getitem__", node, [caller_arg(Value(kind=HOST))], caller, env)
+
+    def moves_own_input(self, info: ClassInfo) -> bool:
+        """Does the class's `forward` move its first input (`data = data.to(self._device)`)?"""
+        if info.moves_input is None:
+            forward = info.methods.get("forward")
+            params = forward.parameters() if forward is not None else []
+            name = params[1].name.value if len(params) > 1 else None
+            info.moves_input = name is not None and any(
+                is_move_call(call) and dotted_name(call.func.value) == name
+                for call in matchers.findall(forward.node.body, matchers.Call()))
+        return info.moves_input
 
     def call_forward(self, callee: Value, node: cst.Call, args, caller, env: Env) -> Optional[Value]:
         """`model(x)` on a module class of this file: its `forward`, run for this receiver and input."""

@@ -24,7 +24,7 @@ import libcst as cst
 
 from . import torch_api as api
 from .hot_path import STEPPING, TRAINING
-from .lattice import ANY, CLASS, DEVICE, FUNCTION, MODULE, REF, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value
+from .lattice import ANY, CLASS, DEVICE, FUNCTION, MODULE, OWN_FORWARD_MOVES, REF, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value
 from .names import dotted_name
 
 #: Kinds worth exporting as module-level values.
@@ -179,7 +179,8 @@ class ProjectIndex:
             wraps = any(v.kind == MODULE or v.source == "device-aware" or (v.kind == DEVICE and not v.device.is_cpu)
                         for v in given)
             return Value(kind=MODULE, device=UNKNOWN if wraps else default_device, origin=node, ident=id(node), cls="",
-                         stateful=data["stateful"] if data["stateful"] is not None else None)
+                         stateful=data["stateful"] if data["stateful"] is not None else None,
+                         scatters=OWN_FORWARD_MOVES if data.get("moves_input") else "")
         if kind == "function":
             bound = dict(zip(data["params"], positional))
             bound.update(keywords)
@@ -266,7 +267,7 @@ class ProjectIndex:
             kind, data, _ = found
             if kind == "class":
                 if use != "value" and self.is_module_class(root, target):
-                    told.append((use, target, "module", data["stateful"]))
+                    told.append((use, target, "module", data["stateful"], data.get("moves_input")))
             elif kind == "function" and use == "call" and (data["result"] is not None or data.get("trains")
                                                            or data.get("backend")):
                 told.append((use, target, repr(data["result"]), data.get("trains"), data.get("backend")))
@@ -408,7 +409,7 @@ def summarise(program, root: str, module: str, is_package: bool) -> Exports:
             if info is not None:
                 program.ensure_class(info)
                 summary["classes"][name] = {"bases": program.base_names(info), "module": info.is_module,
-                                            "stateful": info.stateful}
+                                            "stateful": info.stateful, "moves_input": program.moves_own_input(info)}
         elif value.kind == FUNCTION:
             info = program.functions.get(id(value.origin))
             if info is not None and info.result is not None:
