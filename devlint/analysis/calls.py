@@ -20,7 +20,8 @@ from .facts import (
 )
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
-    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TYPE_NAME, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
+    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TYPE_NAME,
+    SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
     HOST_PATH, OWN_FORWARD_MOVES, SYMBOLIC,
     TENSOR, TOKENIZER,
     TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, literal_of, symbolic,
@@ -378,8 +379,7 @@ class CallEvaluator:
             self.note_preprocessing(qualname, args, node)
             for arg in args:
                 self.check_host_conversion(arg.node.value, arg.value, node, qualname, env)
-            batch = next((v for v in (a.value.items[0] if a.value.kind == LIST and a.value.items else a.value for a in args)
-                          if v.source == SOURCE_LOADER and v.kind == HOST), None)
+            batch = _step_data_in(args)
             if batch is not None and qualname.startswith(api.PREPROCESSING_ROOTS):
                 # `np.stack(frames)` assembles those frames' data; `np.log1p(a)` works on it
                 return batch if qualname in api.NUMPY_ASSEMBLY else replace(batch, host_work=node)
@@ -722,7 +722,9 @@ class CallEvaluator:
             return Value(kind=HOST)  # `rng.integers(...)`: host objects make host data
         if kind == HOST and name in api.NUMPY_SAME_DATA_METHODS:
             # `batch.numpy().astype(np.float64)` is still that batch's data (converted: worked on)
-            return replace(receiver, host_work=node) if name in api.NUMPY_WORK_METHODS and receiver.source == SOURCE_LOADER else receiver
+            if name in api.NUMPY_WORK_METHODS and receiver.source == SOURCE_LOADER:
+                return replace(receiver, host_work=node)
+            return receiver
         return UNKNOWN_VALUE
 
     def optimizer_method(self, receiver: Value, receiver_node, name: str, node: cst.Call, env) -> Value:
@@ -1021,6 +1023,15 @@ class CallEvaluator:
         if name in _TOKENIZER_BATCH_METHODS:
             return Value(kind=BATCH, device=CPU, origin=node, source=SOURCE_TOKENIZER, in_place_move=True)
         return UNKNOWN_VALUE
+
+
+def _step_data_in(args: List[Arg]) -> Optional[Value]:
+    """The host data of one step (a batch's `.numpy()`, a list of frames) among a call's arguments."""
+    for arg in args:
+        value = arg.value.items[0] if arg.value.kind == LIST and arg.value.items else arg.value
+        if value.source == SOURCE_LOADER and value.kind == HOST:
+            return value
+    return None
 
 
 def _placeholder(node: cst.Call) -> Value:

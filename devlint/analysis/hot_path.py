@@ -14,7 +14,10 @@ from typing import List, Optional, Set
 import libcst as cst
 
 from . import torch_api as api
-from .facts import CREATED_THEN_MOVED, HOST_PREPROCESSING, HOST_WORK_CONVERTED, MODEL_MOVED_IN_LOOP, HostSync, HotPathWaste, LoaderFeed, Operand
+from .facts import (
+    CREATED_THEN_MOVED, HOST_PREPROCESSING, HOST_WORK_CONVERTED, MODEL_MOVED_IN_LOOP, HostSync, HotPathWaste, LoaderFeed,
+    Operand,
+)
 from .lattice import HOST, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SYMBOLIC, TENSOR, BATCH, Value
 from .names import dotted_name, integer_value, last_identifier, sub_expressions
 
