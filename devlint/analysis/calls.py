@@ -32,6 +32,8 @@ from .project import PROJECT_SOURCE
 #: Unknown callables that are surely models or losses, judged by their name.
 _MODEL_NAME = re.compile(r"(^|_)(model|net|network|encoder|decoder|backbone|classifier|generator|discriminator|policy|critic|actor)s?$", re.IGNORECASE)
 _LOSS_NAME = re.compile(r"(^|_)(criterion|loss_fn|loss_func|loss_function|lossfn)$", re.IGNORECASE)
+#: Containers written out at a call: a model or a loss takes them apart itself.
+_LITERAL_CONTAINERS = (cst.List, cst.Dict, cst.ListComp, cst.DictComp)
 _MODULE_CALL_METHODS = frozenset({"forward", "generate", "__call__"})
 _MODULE_SAME_METHODS = frozenset({"half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "share_memory", "zero_grad"})
 _TOKENIZER_BATCH_METHODS = frozenset({"__call__", "encode_plus", "batch_encode_plus", "pad", "apply_chat_template", "prepare_seq2seq_batch"})
@@ -596,6 +598,11 @@ class CallEvaluator:
         stateful = api.nn_class_is_stateful(name, keywords)
         device = self.construction_device(args, env, node)
         self.note_created(id(node))
+        # `nn.CrossEntropyLoss(weight=self.empty_weight)`: the tensors it is given become its buffers
+        # as they are, so the module is where they are
+        given = {a.value.device for a in args if a.keyword and a.value.kind == TENSOR and a.value.scalar is not True}
+        if stateful and len(given) == 1 and not any(a.keyword == "device" for a in args):
+            device = next(iter(given))
         if stateful is None:  # containers: stateful when a child is, and where their children are
             children = []
             for arg in args:
@@ -871,6 +878,8 @@ class CallEvaluator:
         if callee.stateful is False and not own_forward:  # a loss or activation module: its inputs meet each other
             if callee.cls in api.HOST_TARGET_LOSSES:
                 inputs = inputs[:1]
+            # (a dict or list of targets written at the call is taken apart inside: `{"semantic_mask": m}`)
+            inputs = [(expr, v) for expr, v in inputs if not isinstance(expr, _LITERAL_CONTAINERS)]
             label = dotted_name(callee_node) if isinstance(callee_node, (cst.Name, cst.Attribute)) else None
             return self.check_operands(node, inputs, f"{label}(...)" if label else operation, arithmetic=False)
         device = callee.device
@@ -879,7 +888,7 @@ class CallEvaluator:
         if device.known and not callee.scatters and not moves_input and callee.stateful is not False:
             checked = inputs if callee.cls in api.RECURRENT_NN_CLASSES else self.main_inputs(args)
             for expr, whole in checked:
-                if own_forward and isinstance(expr, (cst.List, cst.Dict, cst.ListComp, cst.DictComp)):
+                if own_forward and isinstance(expr, _LITERAL_CONTAINERS):
                     continue  # `model([{"image": img}])`: its own `forward` takes the inputs apart and moves them
                 parts = whole.items if whole.kind == TUPLE else (whole,)  # an (h0, c0) pair is one input
                 wrong = [v for v in parts if placed(v) and conflicts(device, v.device) and v.scalar is not True]

@@ -362,7 +362,7 @@ class Program:
         if info is None:
             return UNKNOWN_VALUE
         self.ensure_class(info)
-        if info.is_module or (info.is_module is None and "forward" in info.methods):
+        if _acts_as_module(info):
             instance = Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=info.name,
                              stateful=info.stateful)
         elif info.is_module is False:
@@ -575,7 +575,8 @@ class Program:
                 env.bind(first, Value(kind=CLASS, cls=owner.name))
             else:
                 self.ensure_class(owner)
-                if owner.is_module is not False and info.name == "__init__":
+                module_like = _acts_as_module(owner)
+                if module_like and info.name == "__init__":
                     # a module under construction is where modules are made (the CPU, unless a
                     # default device says otherwise) and one object its own methods see (a shape
                     # probe `self._conv_out(shape)` runs its `self.conv` on that device)
@@ -583,14 +584,14 @@ class Program:
                                           stateful=owner.stateful, ident=id(info.node)))
                 # (the receiver is one object for the whole method, so that `self.helper()` runs in
                 # context: `self._get_data()` with its defaults, not the helper's generic summary)
-                elif owner.is_module is not False:  # unknown bases: assume a module, the silent choice
+                elif module_like:
                     env.bind(first, Value(kind=MODULE, device=self.self_device(), cls=owner.name, stateful=owner.stateful,
                                           ident=id(info.node)))
                 else:
                     env.bind(first, Value(kind=OBJECT, cls=owner.name, ident=id(info.node)))
                 attrs = seed if seed is not None else owner.attrs
                 for key, value in attrs.items():
-                    if owner.is_module is not False and info.name != "__init__":
+                    if module_like and info.name != "__init__":
                         value = self.follows_module(value, owner, self.self_device())
                     env.values[first + key[len("self"):]] = value
         star = info.node.params.star_arg
@@ -839,6 +840,12 @@ def _informative(value: Value) -> bool:
     if value.kind in (MODULE, LOADER, OPTIMIZER):
         return True
     return value.kind in (DEVICE, TENSOR, BATCH) and value.device.known
+
+
+def _acts_as_module(info: ClassInfo) -> bool:
+    """A module class, or one with unknown bases and a `forward` (assumed a module, the silent
+    choice); with unknown bases and no `forward` it is a processor or a helper object."""
+    return bool(info.is_module) or (info.is_module is None and "forward" in info.methods)
 
 
 def _self_attribute_under(node: cst.BaseExpression) -> Optional[str]:

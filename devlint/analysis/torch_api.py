@@ -177,7 +177,9 @@ LOSS_WEIGHT_KEYWORDS = frozenset({"weight", "pos_weight"})
 CONTAINER_NN_CLASSES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 #: ``torch.nn`` names that are not module classes.
 NON_MODULE_NN_NAMES = frozenset({"Parameter", "UninitializedParameter", "Buffer", "ParameterList", "ParameterDict"})
-PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+#: Wrappers that register a tensor on the module they are assigned to (`nn.Buffer` since torch 2.5).
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer",
+                               "torch.nn.parameter.Buffer"})
 DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"})
 DISTRIBUTED_DATA_PARALLEL = frozenset({
     "torch.nn.parallel.DistributedDataParallel",
