@@ -178,6 +178,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             left = self.eval(node.target, env)
             right = self.eval(node.value, env)
             result = self.binary(node, node.target, left, node.value, right, _operator_text(node.operator), env)
+            if left.kind == TENSOR and left.parameter and result.kind == TENSOR:
+                # `self.x_min -= 1e-5` works in place: the buffer (or parameter) stays what it was
+                result = replace(left, scalar=result.scalar)
             self.assign(node.target, result, env, node)
         elif isinstance(node, cst.Return):
             self.returns.append(self.eval(node.value, env) if node.value is not None else Value(kind=HOST))
