@@ -230,7 +230,7 @@ class CallEvaluator:
         key = dotted_name(expr)
         if key is None or not api.is_device_name(key.rsplit(".", 1)[-1]):
             return None
-        if "." in key and not api.is_settings_name(key.rsplit(".", 2)[-2]):
+        if "." in key and not api.is_settings_attribute(key):
             return None  # `hidden.device`: wherever that tensor is, not a chosen device
         if key == "self.device" and self.scope.owner is not None and self.scope.owner.is_module:
             return self.program.self_device()
@@ -716,9 +716,10 @@ class CallEvaluator:
         if kind == ANY and name == "add_argument":
             self.note_argument_default(args)
             return UNKNOWN_VALUE
-        positional = [a for a in args if a.keyword is None and not a.node.star]
-        if name == "get" and len(positional) == 2 and kind in (ANY, LIST, HOST):
-            self.note_settings_default(string_value(positional[0].node.value), positional[1], "config default")
+        if name == "get" and kind in (ANY, LIST, HOST):
+            positional = [a for a in args if a.keyword is None and not a.node.star]
+            if len(positional) == 2:
+                self.note_settings_default(string_value(positional[0].node.value), positional[1], "config default")
         if kind == ANY and name in api.FRAMEWORK_PLACING_METHODS:
             self.escape(args, env)
             return Value(source="device-aware")

@@ -883,11 +883,9 @@ def _host_sample(element: Value, origin: cst.CSTNode) -> Value:
 
 
 def _names_settings(node: cst.CSTNode) -> bool:
-    """`args.device`, `self.device`, `cfg.train.device`: an attribute of settings, a chosen device."""
-    if not isinstance(node, cst.Attribute):
-        return False
-    owner = dotted_name(node.value)
-    return owner is not None and (owner == "self" or api.is_settings_name(owner.rsplit(".", 1)[-1]))
+    """`args.device`, `self.device`: the attribute of settings, a chosen device."""
+    key = dotted_name(node) if isinstance(node, cst.Attribute) else None
+    return key is not None and api.is_settings_attribute(key)
 
 
 def same_device_names(test: cst.BaseExpression, holds: bool) -> Optional[Tuple[str, str]]:

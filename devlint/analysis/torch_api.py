@@ -329,6 +329,12 @@ def is_settings_name(identifier: str) -> bool:
     return bool(_SETTINGS_NAME.match(identifier))
 
 
+def is_settings_attribute(key: str) -> bool:
+    """`args.device`, `self.device`, `cfg.train.device`: an attribute of settings, a chosen value
+    (not `hidden.device`, which is wherever that tensor is)."""
+    return "." in key and is_settings_name(key.rsplit(".", 2)[-2])
+
+
 def is_device_name(identifier: str) -> bool:
     return bool(_DEVICE_NAME.search(identifier))
 
