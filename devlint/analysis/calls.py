@@ -337,6 +337,8 @@ class CallEvaluator:
                 # (a dataset holding device tensors cannot be pinned nor served by workers)
                 self.program.loader_options[id(node)] = (self.literal_option(args, "pin_memory"),
                                                           self.literal_option(args, "num_workers"))
+            if dataset.kind == OBJECT and not dataset.cls:  # one of several classes by path: unknown
+                return Value(kind=LOADER, origin=node, source=SOURCE_MIXED)
             if dataset.kind == OBJECT:  # a dataset class of this file: batches are what `__getitem__` gives
                 item = self.program.dataset_item(dataset, node, self, env)
                 parts = [v for v in (item.items if item is not None and item.kind == TUPLE else (item,))

@@ -21,8 +21,8 @@ from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF,
-    SEVERAL_PATH, SOURCE_LOADER, SOURCE_MIXED, STEP_SAMPLE, TENSOR,
-    TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values, surely_not_none,
+    SEVERAL_PATH, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, STEP_SAMPLE, TENSOR,
+    OPAQUE_VALUE, TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values, surely_not_none,
 )
 from .hot_path import is_interval_test
 from .project import absolute_import
@@ -437,7 +437,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                          scalar=False if value.source else None)
         if value.kind == LIST and value.items:
             return value.items[0]
-        if value.source == "device-aware" and value.kind == ANY:
+        if value.source in ("device-aware", SOURCE_OPAQUE) and value.kind == ANY:
             return value  # `model, loader = accelerator.prepare(model, loader)`
         if value.kind == TENSOR:  # `values, indices = torch.max(t, 1)`, `a, b = t.chunk(2)`
             return Value(kind=TENSOR, device=value.device, origin=value.origin, via=value.via, source=value.source)
@@ -451,7 +451,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return _host_sample(element, origin) if element is not None else UNKNOWN_VALUE
         if kind == LOADER or (kind not in (LIST, TUPLE, BATCH, TENSOR, MODULE, HOST, DEVICE, REF)
                                 and not iterable.device.known and api.is_loader_name(last_identifier(node))
-                                and iterable.source != "device-aware"):
+                                and iterable.source not in ("device-aware", SOURCE_MIXED, SOURCE_OPAQUE)):
             if kind == LOADER and iterable.source == SOURCE_MIXED:
                 return UNKNOWN_VALUE  # a dataset whose items may already be on the accelerator
             if kind == LOADER and iterable.origin is not None:
@@ -821,7 +821,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         return UNKNOWN_VALUE
 
     def eval_Call(self, node: cst.Call, env: Env) -> Value:
-        return self.eval_call(node, env, discarded=False)
+        result = self.eval_call(node, env, discarded=False)
+        # what a call we cannot see into returns is unknown, and stays so: not a loader of CPU
+        # batches because it is named `data_loader` (opacus's `make_private(...)` wraps a loader
+        # of GPU labels)
+        return OPAQUE_VALUE if result == UNKNOWN_VALUE else result
 
     def exits(self, qualname: str) -> bool:
         return qualname in _EXITS

@@ -154,9 +154,11 @@ SOURCE_LOADER = "loader"
 SOURCE_TOKENIZER = "tokenizer"
 SOURCE_LOAD = "torch.load"
 SOURCE_UNREGISTERED = "unregistered"  # a plain tensor attribute of a module, seen from its methods
-#: a device that is one of several known ones by path (`t.device if is_tensor(t) else cpu`): unknown,
-#: and not to be guessed from its variable's name
+#: a value known on one path and not on another (`t.device if is_tensor(t) else cpu`, a loader
+#: replaced under a flag): unknown, and not to be guessed from its variable's name
 SOURCE_MIXED = "mixed"
+#: what a call the analysis cannot see into returned: unknown, and not guessed from its name
+SOURCE_OPAQUE = "opaque"
 #: the `scatters` of a module whose own `forward` moves its input where it needs it (ignite's
 #: InceptionModel: `data = data.to(self._device)`): its callers may pass any device
 OWN_FORWARD_MOVES = "its forward"
@@ -218,6 +220,7 @@ class Value:
 
 
 UNKNOWN_VALUE = Value()
+OPAQUE_VALUE = Value(source=SOURCE_OPAQUE)
 
 
 ACCELERATOR_PATH = "accelerator"   # the side of an availability test that runs where the accelerator is
@@ -247,6 +250,10 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
             return replace(container_of(list(written.items) + [element], "list"), origin=written.origin)
     if a.kind != b.kind:
         if DEVICE in (a.kind, b.kind) and a.device.known != b.device.known:
+            return Value(source=SOURCE_MIXED)
+        if ANY in (a.kind, b.kind):
+            # known on one path only (`loader = engine.make_private(loader)` under a flag): unknown,
+            # and not to be guessed from its name either
             return Value(source=SOURCE_MIXED)
         return UNKNOWN_VALUE
     device = join_devices(a.device, b.device, availability_split)

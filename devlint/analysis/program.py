@@ -23,6 +23,7 @@ from . import torch_api as api
 from .env import Env, moved_copy
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState, caller_chains
 from .apply_overrides import attributes_applied
+from .call_order import callers_first, calls_in
 from .calls import caller_arg, is_move_call
 from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
@@ -65,7 +66,7 @@ class FunctionInfo:
         if self._moves is None:
             params = {p.name.value for p in self.parameters()}
             self._moves = set()
-            for call in _calls_in(self.node.body):
+            for call in calls_in(self.node.body):
                 self._moves |= _moved_or_passed(call, params)
         return self._moves
 
@@ -145,16 +146,16 @@ class Program:
         reached = self.contexts.reached
         for info in self.class_order:
             self.ensure_class(info)
-        for info in list(self.functions.values()):
+        for info in callers_first(list(self.functions.values()), _node_of, _called_by_name):
             arguments, hot = self._calls_from_other_files(info)
             self.analyse(info, arguments=arguments, hot=hot, silent=id(info.node) in reached)
         for info in self.class_order:  # constructors no call read in context: their generic facts
             init = info.methods.get("__init__")
             if init is not None and init.owner is info and id(init.node) not in reached:
                 self.reanalyse(init, seed=info.init_seed)
-        for info in self.class_order:
-            for method in info.methods.values():
-                self.analyse(method, silent=id(method.node) in reached)
+        methods = [method for info in self.class_order for method in info.methods.values()]
+        for method in callers_first(methods, _node_of, _called_on_self):
+            self.analyse(method, silent=id(method.node) in reached)
         self.facts.unregistered_state = [fact for fact in self.facts.unregistered_state if self._still_unregistered(fact)]
         self.facts.chains = caller_chains(self.facts)
         _drop_repeated_facts(self.facts)
@@ -576,10 +577,12 @@ class Program:
             else:
                 self.ensure_class(owner)
                 module_like = _acts_as_module(owner)
-                if module_like and info.name == "__init__":
+                if module_like and (info.name == "__init__" or _builds_submodules(info, owner)):
                     # a module under construction is where modules are made (the CPU, unless a
                     # default device says otherwise) and one object its own methods see (a shape
-                    # probe `self._conv_out(shape)` runs its `self.conv` on that device)
+                    # probe `self._conv_out(shape)` runs its `self.conv` on that device); so is one
+                    # a builder method adds parts to (speechbrain's `model.append(Linear, ...)`, which
+                    # runs a dummy input through the new block to learn its shape)
                     env.bind(first, Value(kind=MODULE, device=env.default_device, cls=owner.name,
                                           stateful=owner.stateful, ident=id(info.node)))
                 # (the receiver is one object for the whole method, so that `self.helper()` runs in
@@ -759,14 +762,39 @@ def _fact_key(fact) -> tuple:
     return (id(values[0]) if values else None, type(fact).__name__) + plain
 
 
-def _calls_in(node: cst.CSTNode):
-    """Every call in a function body (nested functions included: they may run too)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Call):
-            yield current
-        stack.extend(current.children)
+def _builds_submodules(info: FunctionInfo, owner: "ClassInfo") -> bool:
+    """A method other than `forward` that registers new parts: `self.add_module(...)`, or
+    `self.blocks.append(...)` on a module container. It runs while the model is being built."""
+    if info.name == "forward":
+        return False
+    for call in calls_in(info.node.body):
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            continue
+        receiver = dotted_name(func.value)
+        if receiver == "self" and func.attr.value in MANUAL_REGISTRATION:
+            return True
+        if func.attr.value in ("append", "extend", "insert") and receiver is not None and receiver.count(".") == 1 \
+                and receiver.startswith("self.") and getattr(owner.attrs.get(receiver), "kind", None) == MODULE:
+            return True
+    return False
+
+
+def _node_of(info: FunctionInfo) -> cst.FunctionDef:
+    return info.node
+
+
+def _called_by_name(call: cst.Call) -> Tuple[str, ...]:
+    """`helper(x)` may call the file's function `helper`."""
+    return (call.func.value,) if isinstance(call.func, cst.Name) else ()
+
+
+def _called_on_self(call: cst.Call) -> Tuple[str, ...]:
+    """`self.step(x)` may call a method `step` (of this class or another one that has it)."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        return (func.attr.value,)
+    return ()
 
 
 def _moved_or_passed(call: cst.Call, params: Set[str]) -> Set[str]:

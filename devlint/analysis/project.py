@@ -24,7 +24,9 @@ import libcst as cst
 
 from . import torch_api as api
 from .hot_path import STEPPING, TRAINING
-from .lattice import ANY, CLASS, DEVICE, FUNCTION, MODULE, OWN_FORWARD_MOVES, REF, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value
+from .lattice import (
+    ANY, BATCH, CLASS, DEVICE, FUNCTION, MODULE, OWN_FORWARD_MOVES, REF, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value,
+)
 from .names import dotted_name
 
 #: Kinds worth exporting as module-level values.
@@ -174,10 +176,11 @@ class ProjectIndex:
                 return None
             # a wrapper built around a module it is given (a LoRA layer around a Linear) is where that
             # module is, which this call does not say
-            # (or one told its device, or given what an unknown wrapper made of a module)
+            # (or one told its device, given what an unknown wrapper made of a module, or built around
+            # tensors that are not on the host: gpytorch's `FixedNoiseGaussianLikelihood(noise=noise)`)
             given = list(positional) + list(keywords.values())
-            wraps = any(v.kind == MODULE or v.source == "device-aware" or (v.kind == DEVICE and not v.device.is_cpu)
-                        for v in given)
+            wraps = any(v.kind == MODULE or v.source == "device-aware"
+                        or (v.kind in (DEVICE, TENSOR, BATCH) and not v.device.is_cpu) for v in given)
             return Value(kind=MODULE, device=UNKNOWN if wraps else default_device, origin=node, ident=id(node), cls="",
                          stateful=data["stateful"] if data["stateful"] is not None else None,
                          scatters=OWN_FORWARD_MOVES if data.get("moves_input") else "")

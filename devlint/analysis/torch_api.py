@@ -198,7 +198,12 @@ HF_PIPELINE_WORDS = ("Pipeline",)
 # --- data, loading, devices -----------------------------------------------------
 
 #: Wrappers that return their first argument unchanged (legacy autograd Variables).
-IDENTITY_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+#: Calls that give back their first argument, or a module over the same parameters: it is where
+#: that argument is, and moving one moves the other (`model = torch.jit.script(model)`).
+IDENTITY_WRAPPERS = frozenset({
+    "torch.autograd.Variable", "torch.autograd.variable.Variable",
+    "torch.compile", "torch.jit.script", "torch.jit.trace",
+})
 #: torch.nn classes whose extra inputs are state that must share the device (h0, c0).
 RECURRENT_NN_CLASSES = frozenset({"LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell"})
 #: Methods of training frameworks (accelerate, Lightning Fabric) whose results the
