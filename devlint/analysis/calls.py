@@ -300,6 +300,7 @@ class CallEvaluator:
                 self.program.facts.distributed.set_device = True
             if not env.guarded:
                 self.record_misuse(node, UNGUARDED_CUDA_API, qualname)
+                self.unguarded_cuda_calls.append(node)
             return Value(kind=HOST)
         if qualname in api.PROCESS_GROUP_INIT:
             self.note_process_group(node, args)
@@ -359,6 +360,9 @@ class CallEvaluator:
                 if len(tensors) == len(args):  # (data on the CPU, labels on the GPU: each position as it is)
                     positions = tuple(Value(kind=TENSOR, device=t.device, origin=t.origin, scalar=False) for t in tensors)
             return Value(kind=DATASET, device=device, origin=node, items=positions)
+        if api.builds_module_state(qualname):
+            for arg in args:  # loaded tensors made the weights of a module (`Embedding.from_pretrained(table)`)
+                self.note_device_state(arg.value)
         if qualname in api.PARAMETER_CLASSES:
             inner = args[0].value if args else UNKNOWN_VALUE
             return Value(kind=TENSOR, device=inner.device, origin=inner.origin or node, parameter=True, scalar=inner.scalar)
@@ -498,6 +502,11 @@ class CallEvaluator:
         return Value(kind=TENSOR, device=device, origin=node, source=self.factory_source,
                      scalar=scalar, explicit_device=given, host_copy=host_copy)
 
+    def note_device_state(self, value: Value) -> None:
+        """What a `torch.load` gave is restored into a module or optimizer, or used as a model."""
+        if value.source == SOURCE_LOAD and isinstance(value.origin, cst.Call):
+            self.program.facts.requirements.device_state_loads.add(id(value.origin))
+
     def torch_load(self, node: cst.Call, args: List[Arg], env) -> Value:
         location = next((a for a in args if a.keyword == "map_location"), None)
         if location is None:
@@ -509,6 +518,9 @@ class CallEvaluator:
             # (a test suite reads back what it wrote, on the machine it runs on)
             if not env.guarded and not api.HOST_STATE_FILE.search(source) and not self.program.place.is_test_module:
                 self.record_misuse(node, LOAD_WITHOUT_MAP_LOCATION, "torch.load", self.chosen_device_in_scope(env))
+                if api.CHECKPOINT_FILE.search(source) or api.CHECKPOINT_FILE.search(self.scope.method):
+                    # (`load_checkpoint(path)`: its callers, maybe in other files, restore what it reads)
+                    self.program.facts.requirements.device_state_loads.add(id(node))
         else:
             device = self.device_argument(location.node.value, location.value, env) or UNKNOWN
         return Value(kind=BATCH, device=device, origin=node, source=SOURCE_LOAD)
@@ -686,6 +698,10 @@ class CallEvaluator:
 
     def method_call(self, receiver: Value, receiver_node, name: str, node: cst.Call, args: List[Arg], env, discarded: bool) -> Value:
         self.program.note_self_call(self, receiver_node, name)
+        if name in api.STATE_RESTORING_METHODS and args:
+            self.note_device_state(args[0].value)
+        elif name in api.MOVE_METHODS or name in api.MODEL_USE_METHODS:
+            self.note_device_state(receiver)
         kind = receiver.kind
         # a class of the file that writes its own `to` (a pipeline moving its parts) is read, not assumed
         own_move = kind == OBJECT and name in api.MOVE_METHODS and self.program.defines(receiver.cls, name)

@@ -93,10 +93,11 @@ class ContextRunner:
         program = self.program
         owner = info.owner
         params = [p.name.value for p in info.parameters()]
-        scope = Scope(owner, info.name, info.outer, frozenset(params))
+        scope = Scope(owner, info.name, info.outer, frozenset(params), info.node)
         # Heat comes from the caller: a step function called once from cold code is not a training step.
         interp = Interpreter(program, scope, site.heat)
         interp.silent = 0 if site.recording else 1
+        interp.inherited_cpu_path = site.cpu_path
         env = Env(default_device=site.default_device if site.default_device is not None else program.module_env.default_device,
                   guarded=site.guarded or program.accelerator_only(info))
         seeded: Dict[str, Value] = {}
@@ -109,6 +110,7 @@ class ContextRunner:
         before = dict(bound)
         counts = fact_counts(program.facts)
         final = interp.exec_block(info.node.body.body, env)
+        interp.settle_cuda_calls(final)
         if not site.from_module_level:  # (`main()` under `if __name__ == "__main__":` is no condition)
             note_callers(program.facts, counts, f"{owner.name}.{info.name}" if owner is not None else info.name, site.node)
         if interp.yields:  # a generator: iterating it gives what it yields

@@ -27,6 +27,8 @@ class DeviceChoiceTracker:
 
     cuda_initialised: Optional[cst.CSTNode]
     chosen_device: str
+    #: a caller in context offers a CPU path (`main()` picks `--device cpu` and calls the benchmark)
+    inherited_cpu_path: bool = False
 
     def note_placement(self, device: Device, device_value: Optional[Value], use: cst.CSTNode, env,
                        bare_cuda: bool = False) -> None:
@@ -65,6 +67,25 @@ class DeviceChoiceTracker:
                         return key
         return ""
 
+    def offers_cpu_path(self) -> bool:
+        """Can the code running now go without CUDA, as far as it has run? Its function tests for
+        CUDA or names the CPU, places work on a device it was given or chose, or a caller in
+        context does; at module level, the file does."""
+        node = self.scope.node
+        if self.inherited_cpu_path or self.chosen_device or node is None:
+            return self.inherited_cpu_path or bool(self.chosen_device) or self.program.facts.requirements.runs_without_cuda
+        return self.program.offers_cpu_path(node)
+
+    def settle_cuda_calls(self, env) -> None:
+        """When the scope is done: its unguarded CUDA-only calls are portability bugs if it can run
+        without CUDA (a device chosen by availability in scope counts too)."""
+        if not self.unguarded_cuda_calls:
+            return
+        if self.offers_cpu_path() or any(
+                value.kind == DEVICE and value.device.kind == SELECTED
+                for values in [env.values] + [outer.values for outer in self.scope.outer] for value in values.values()):
+            self.program.facts.requirements.cpu_capable_calls.update(id(node) for node in self.unguarded_cuda_calls)
+
     def note_cuda_call(self, qualname: str, node: cst.CSTNode) -> None:
         """Every call of a library or project API passes here, before its semantics apply."""
         if self.cuda_initialised is None and qualname.startswith(api.CUDA_NAMESPACE) and qualname not in api.CUDA_LAZY_SAFE:
@@ -81,6 +102,8 @@ class DeviceChoiceTracker:
             backend = _backend(node)
             if backend and self.scope.owner is None and self.scope.method:
                 requirements.group_backends[self.scope.method] = backend
+            if backend and not backend.startswith("nccl"):
+                self.inherited_cpu_path = True  # a gloo group: this code runs on CPUs too
         else:
             backend = self.program.place.group_backend(qualname)
             if backend.startswith("nccl"):
@@ -89,6 +112,7 @@ class DeviceChoiceTracker:
                 evidence.setup = evidence.setup or node
                 evidence.requires_accelerator = True
             elif backend:  # a gloo group: the program runs on CPUs too
+                self.inherited_cpu_path = True
                 requirements.runs_without_cuda = True
 
     # --- code that needs CUDA anyway ------------------------------------------------

@@ -117,6 +117,10 @@ class Requirements:
     cuda_by_nature: Optional[cst.CSTNode] = None  # a call into a CUDA-only library: the program needs CUDA
     cuda_only_code: Set[int] = field(default_factory=set)  # CUDA-only calls in code that runs only with CUDA
     own_checkpoints: Set[int] = field(default_factory=set)  # torch.load of a file this scope wrote before
+    #: torch.load calls whose result is device state: restored into a module or optimizer, placed or
+    #: run as a model, or read from a path named like a checkpoint (others hold what the program
+    #: saved for itself: scheduler numbers, caches, vocabularies)
+    device_state_loads: Set[int] = field(default_factory=set)
     in_place_moves: Set[int] = field(default_factory=set)  # `.to()` of a BatchEncoding: it moves in place
     checkpoints_written: Set[tuple] = field(default_factory=set)  # (class, function, path text) of torch.save
     #: top-level functions that start a process group, and its backend ("nccl", "gloo", ...)
@@ -124,6 +128,10 @@ class Requirements:
     #: the file offers a way to run without CUDA (an availability check, a CPU or a chosen device):
     #: only then is an unguarded CUDA-only call a portability bug rather than the code's nature
     runs_without_cuda: bool = False
+    #: CUDA-only calls in code that itself offers a CPU path (an availability check or a CPU device
+    #: in its function, a device chosen by availability in scope): there, the call is a portability
+    #: bug; elsewhere in the file it may be GPU code by nature (a capability query, a TensorRT build)
+    cpu_capable_calls: Set[int] = field(default_factory=set)
 
 
 @dataclass(frozen=True)

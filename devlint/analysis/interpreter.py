@@ -55,9 +55,10 @@ class Scope:
     """Where the interpreter runs: module level, a function, or a method."""
 
     def __init__(self, owner: Optional["ClassInfo"] = None, method: str = "", outer: Sequence[Env] = (),
-                 parameters: frozenset = frozenset()) -> None:
+                 parameters: frozenset = frozenset(), node: Optional[cst.FunctionDef] = None) -> None:
         self.owner = owner
         self.method = method
+        self.node = node  # the function, when it is one
         self.outer = list(outer)
         self.parameters = parameters
 
@@ -86,6 +87,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.moves: List[tuple] = []     # (object, value after the move, weak): in-place moves, effects of a call
         self.cuda_initialised = None     # the first statement that started CUDA
         self.chosen_device = ""          # a device variable this scope placed things on
+        self.unguarded_cuda_calls: List[cst.CSTNode] = []  # settled when the scope is done
         self.parameter_names = scope.parameters
         if hot:  # a function called from a hot loop runs every step too
             self.enter_hot_function(trains=hot == TRAINING)

@@ -134,11 +134,13 @@ class Program:
         self.hot_reported: Set[tuple] = set()
         #: calls of this file's functions interpreted in context, and the heap of objects they build
         self.contexts = ContextRunner(self, len(source))
+        self._cpu_paths: Dict[int, bool] = {}
 
     # --- driver -------------------------------------------------------------
 
     def run(self) -> FileFacts:
-        Interpreter(self, Scope()).exec_block(self.module.body, self.module_env)
+        top = Interpreter(self, Scope())
+        top.settle_cuda_calls(top.exec_block(self.module.body, self.module_env))
         self._note_global_devices()
         # Constructors first, then free functions, then methods: each may call the next ones in
         # context. A function some call interpreted in its own context has its facts from there;
@@ -157,9 +159,22 @@ class Program:
         for method in callers_first(methods, _node_of, _called_on_self):
             self.analyse(method, silent=id(method.node) in reached)
         self.facts.unregistered_state = [fact for fact in self.facts.unregistered_state if self._still_unregistered(fact)]
+        if self.place.is_test_module:
+            # a test steps a model a few times to check a result: how fast each step is is not its
+            # concern (a per-step `.item()`, an unpinned loader), while placement bugs still are
+            self.facts.host_syncs.clear()
+            self.facts.waste.clear()
+            self.facts.loader_feeds.clear()
         self.facts.chains = caller_chains(self.facts)
         _drop_repeated_facts(self.facts)
         return self.facts
+
+    def offers_cpu_path(self, function: cst.FunctionDef) -> bool:
+        """Does this function's own text test for CUDA or name the CPU?"""
+        found = self._cpu_paths.get(id(function))
+        if found is None:
+            found = self._cpu_paths[id(function)] = bool(api.CPU_PATH_TEXT.search(self.module.code_for_node(function)))
+        return found
 
     @property
     def applied_attributes(self) -> frozenset:
@@ -400,6 +415,7 @@ class Program:
     def _invoke(self, info: "FunctionInfo", receiver: Optional[Value], node: cst.Call, args, caller, env: Env):
         """Interpret `info` for this call (see `contexts.py`); None when it cannot be."""
         site = site_from(node, args, env.guarded, caller.call_heat, caller.recording, env.default_device)
+        site.cpu_path = caller.offers_cpu_path()
         done = self.contexts.invoke(info, receiver, site, caller, env)
         if done is not None:
             # an optimizer a helper builds (or returns beside its model) is, for this caller, built
@@ -538,7 +554,7 @@ class Program:
             return info.final_env
         info.running = True
         owner = info.owner
-        scope = Scope(owner, info.name, info.outer, frozenset(p.name.value for p in info.parameters()))
+        scope = Scope(owner, info.name, info.outer, frozenset(p.name.value for p in info.parameters()), info.node)
         # A step function (`loss.backward()` outside any loop) is hot only where a loop calls it: its
         # callers in context, or callers in other files (`hot`); run once (a DDP demo), it is cold.
         interp = Interpreter(self, scope, hot)
@@ -548,6 +564,7 @@ class Program:
         for name, value in (arguments or {}).items():
             env.bind(name, value)
         env = interp.exec_block(info.node.body.body, env)
+        interp.settle_cuda_calls(env)
         # no return: None
         if interp.yields:  # a generator: iterating it gives what it yields
             info.result = Value(kind=LIST, items=(join_all(interp.yields),), cls="generator")

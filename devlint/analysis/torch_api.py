@@ -116,6 +116,8 @@ SPLITTING_METHODS = frozenset({"chunk", "split", "unbind", "tensor_split", "spli
 HOST_ATTRIBUTES = frozenset({
     "shape", "dtype", "ndim", "is_cuda", "is_mps", "requires_grad", "is_leaf",
     "layout", "names", "itemsize", "nbytes", "is_sparse", "is_quantized",
+    "is_cpu", "is_meta", "is_nested", "grad_fn", "output_nr",
+    "name",  # (not a tensor attribute: a name some code attached, `f"Gradients {param.name}"`)
 })
 #: Tensor attributes that say whether it is on one accelerator: the device kinds for which they
 #: are surely true and surely false (`if y.is_cuda:` on a CPU tensor is decided).
@@ -382,6 +384,15 @@ def is_nn_module_class(qualname: str) -> bool:
     return name[:1].isupper() and name not in NON_MODULE_NN_NAMES
 
 
+def builds_module_state(qualname: str) -> bool:
+    """Calls whose tensor arguments become a module's weights: `nn.Parameter(t)`, `nn.Linear(...)`,
+    `nn.Embedding.from_pretrained(table)`."""
+    if qualname in PARAMETER_CLASSES or is_nn_module_class(qualname):
+        return True
+    owner, _, name = qualname.rpartition(".")
+    return name.startswith("from_") and is_nn_module_class(owner)
+
+
 #: torch.nn layers whose output is the input itself or may be 0-dim.
 _UNSHAPED_OUTPUT_NN_CLASSES = frozenset({"Identity", "Flatten", "Unflatten"})
 
@@ -475,6 +486,13 @@ PREPROCESSING_ROOTS = ("numpy.", "PIL.", "cv2.", "skimage.", "scipy.ndimage.", "
 #: python numbers, RNG states are CPU byte tensors, metadata and in-memory buffers are local, and
 #: processed dataset files hold the CPU tensors a preprocessing step saved.
 HOST_STATE_FILE = re.compile(r"sched|scaler|rng|random|meta|config|hparam|vocab|buffer|bytes|BytesIO|processed|dataset", re.IGNORECASE)
+#: Paths of files that hold a model's or an optimizer's tensors, saved wherever they were trained.
+CHECKPOINT_FILE = re.compile(r"ckpt|checkpoint|model|weight|state_dict|pretrain|resume|snapshot|\.pth\b|\.bin\b|"
+                             r"best|latest|(^|\W|_)net", re.IGNORECASE)
+#: Methods that restore saved tensors into an object that lives on a device.
+STATE_RESTORING_METHODS = frozenset({"load_state_dict", "set_state_dict", "load_state"})
+#: Methods of a loaded object that use it as a model: what was loaded was a pickled module.
+MODEL_USE_METHODS = frozenset({"eval", "train", "parameters", "named_parameters", "forward", "state_dict"})
 #: Tensor methods that wait for the accelerator and copy to the host.
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
 #: Calls that keep a value for after the loop (`preds.append(out.cpu())`): the copy is the result

@@ -221,6 +221,11 @@ A checkpoint saved on a GPU remembers `cuda:0` in every tensor. `torch.load` wit
 `map_location` puts them back there: on a machine without a GPU it fails with
 "Attempting to deserialize object on a CUDA device", and on a multi-GPU machine every
 process loads onto GPU 0.
+
+It is reported where what is loaded is device state: restored into a module or an
+optimizer (`load_state_dict`), used or placed as a model, made the weights of a layer,
+or read from a path or by a function named like a checkpoint. Files a program saved
+for itself (scheduler numbers, caches, vocabularies) hold no device tensors.
 """
     example = """
 state = torch.load("model.pt")
@@ -239,7 +244,8 @@ state = torch.load("model.pt", map_location="cpu")
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for fact in facts.misuses:
-            if fact.kind == LOAD_WITHOUT_MAP_LOCATION and id(fact.node) not in facts.requirements.own_checkpoints:
+            if fact.kind == LOAD_WITHOUT_MAP_LOCATION and id(fact.node) not in facts.requirements.own_checkpoints \
+                    and id(fact.node) in facts.requirements.device_state_loads:
                 yield Finding(fact.node, "torch.load without map_location restores tensors to the device they "
                                          "were saved on; pass map_location (\"cpu\" or the chosen device)",
                               partial(_map_location_fix, fact, context))
@@ -331,10 +337,12 @@ and logging code is where they hide, so the crash comes from a line that was nev
 meant to matter. (`empty_cache`, `manual_seed`, `device_count` and the memory
 statistics are safe without a GPU and are not reported.)
 
-Reported in code that means to run without CUDA too: a file that checks
-availability, names the CPU or places things on a device it chose. A file with
-no such path (CUDA kernels, NCCL plumbing, a vLLM server) is CUDA code by
-nature, and its CUDA calls are not portability bugs.
+Reported in code that means to run without CUDA too: a function (or a caller of
+it) that checks availability, names the CPU, places things on a device it was
+given or chose, or joins a gloo process group. A helper with no such path (a
+GPU capability query, a TensorRT build) and a file with none at all (CUDA
+kernels, NCCL plumbing, a vLLM server) are CUDA code by nature, and their CUDA
+calls are not portability bugs.
 """
     example = """
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -368,7 +376,8 @@ def all_gather_fused(chunks, stream):
         if _needs_cuda_anyway(facts) or not facts.requirements.runs_without_cuda:
             return  # (code with no way to run without CUDA is CUDA code: kernels, NCCL, inference servers)
         for fact in facts.misuses:
-            if fact.kind == UNGUARDED_CUDA_API and id(fact.node) not in facts.requirements.cuda_only_code:
+            if fact.kind == UNGUARDED_CUDA_API and id(fact.node) not in facts.requirements.cuda_only_code \
+                    and id(fact.node) in facts.requirements.cpu_capable_calls:
                 yield Finding(fact.node, f"`{fact.api}()` needs CUDA and raises without it; "
                                          "guard it with torch.cuda.is_available()")
 
