@@ -529,8 +529,13 @@ def is_accelerator_only_marker(text: str) -> bool:
     return bool(_ACCELERATOR_ONLY.search(text))
 
 
+#: Package names that, anywhere in a dotted path, mark GPU kernels (a project's own
+#: `ops.transformer.inference.triton.matmul_ext`).
+CUDA_ONLY_PACKAGES = frozenset({"triton"})
+
+
 def is_cuda_only_library(qualname: str) -> bool:
-    return qualname.startswith(CUDA_ONLY_LIBRARIES)
+    return qualname.startswith(CUDA_ONLY_LIBRARIES) or not CUDA_ONLY_PACKAGES.isdisjoint(qualname.split(".")[:-1])
 
 
 def names_accelerator_state(text: str) -> bool:
