@@ -924,6 +924,8 @@ class CallEvaluator:
                 args = [Arg(a.node, replace(a.value, device=callee.device)) if id(a.node.value) in reported else a
                         for a in args]
             result = self.program.call_forward(callee, node, args, self, env)
+            if result is not None and reported and result.kind in (TENSOR, BATCH):
+                return Value(kind=TENSOR, origin=node)  # reported here: its outputs are no new root cause
             if result is not None and (result.kind in (TUPLE, LIST, BATCH, OBJECT) or result.device.known):
                 # what this module's own `forward` returns for these inputs; for messages, a tensor
                 # got its device at this call

@@ -409,6 +409,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if key is not None:
                 if key.startswith("self.") and key.count(".") == 1 and self.scope.in_module_init:
                     self.program.note_module_attribute(self, target, value, env, statement)
+                if value.kind in (MODULE, TENSOR, BATCH) and value.origin is not None:
+                    value = replace(value, stored=statement)
                 env.bind(key, value)
                 owner = self.lookup(key.rsplit(".", 1)[0], env) if key.count(".") == 1 else None
                 if owner is not None and owner.ident is not None and owner.kind in (MODULE, OBJECT):
@@ -684,8 +686,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         for element in node.slice:
             self.eval_children(element, env)
         if base.kind in (TENSOR, BATCH):
+            # a slice of a shaped tensor (`t[:, 1:]`) is shaped; an integer index may leave a 0-dim one
+            sliced = base.scalar is False and any(isinstance(e.slice, cst.Slice) for e in node.slice)
             return Value(kind=TENSOR, device=base.device, origin=base.origin, via=base.via, source=base.source,
-                         scalar=False if base.kind == BATCH and base.source else None)
+                         scalar=False if (base.kind == BATCH and base.source) or sliced else None)
         if base.kind == TUPLE and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             index = node.slice[0].slice.value
             if isinstance(index, cst.Integer):
@@ -787,6 +791,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return Value(kind=HOST, literal=(bool(chosen.literal[0]),))
         if left.literal is not None and isinstance(node.operator, cst.And) and not left.literal[0]:
             return Value(kind=HOST, literal=(False,))
+        if left.literal is not None and isinstance(node.operator, cst.Or):
+            # `device or torch.device(...)` with `device=None`: the right side; a truthy constant: itself
+            return right if not left.literal[0] else left
         return join_values(left, right)
 
     def eval_IfExp(self, node: cst.IfExp, env: Env) -> Value:

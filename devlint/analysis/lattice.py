@@ -208,10 +208,14 @@ class Value:
     #: host data of one step (a batch's `.numpy()`, a frame a generator yields) that numpy worked on
     #: (arithmetic, `astype`, a numpy function): where that work happened, for DEV403
     host_work: Optional[cst.CSTNode] = field(default=None, compare=False, hash=False)
+    #: the assignment that put it in the object field it is read from (`self.model = model`), when
+    #: that is not where it was made: messages name it, as that is where it could have been placed
+    stored: Optional[cst.CSTNode] = field(default=None, compare=False, hash=False)
 
     def with_device(self, device: Device, origin: Optional[cst.CSTNode] = None, **changes) -> "Value":
         changes.setdefault("alternatives", ())
         changes.setdefault("stray", None)
+        changes.setdefault("stored", None)
         return replace(self, device=device, origin=origin if origin is not None else self.origin, **changes)
 
     @property

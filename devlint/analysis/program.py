@@ -393,6 +393,9 @@ class Program:
             for ident, moved, weak in done.moved if done is not None else ():
                 # `self.to(cfg.device)` in `__init__`: the new object is built where it moved
                 instance = moved_copy(instance, ident, moved, weak)
+        elif init is None and _is_record_class(info.node):
+            # a dataclass or NamedTuple: its generated `__init__` stores each argument in its field
+            self.contexts.heap.allocate(id(node), _record_fields(info.node, args))
         if not self.contexts.heap.fields(id(node)):
             self.contexts.heap.allocate(id(node), {key[len("self."):]: value for key, value in info.attrs.items()})
         elif instance.kind == MODULE and instance == built:  # (not moved by its own `__init__`)
@@ -795,6 +798,27 @@ def _builds_submodules(info: FunctionInfo, owner: "ClassInfo") -> bool:
                 and receiver.startswith("self.") and getattr(owner.attrs.get(receiver), "kind", None) == MODULE:
             return True
     return False
+
+
+def _is_record_class(node: cst.ClassDef) -> bool:
+    """`@dataclass` (`@dataclasses.dataclass(...)`) or a `NamedTuple` subclass."""
+    for decorator in node.decorators:
+        target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        if (dotted_name(target) or "").rsplit(".", 1)[-1] == "dataclass":
+            return True
+    return any((dotted_name(base.value) or "").rsplit(".", 1)[-1] == "NamedTuple" for base in node.bases)
+
+
+def _record_fields(node: cst.ClassDef, args) -> Dict[str, Value]:
+    """Field name -> the argument a generated `__init__` stores there (positions, then keywords)."""
+    names = [statement.target.value for line in node.body.body if isinstance(line, cst.SimpleStatementLine)
+             for statement in line.body
+             if isinstance(statement, cst.AnnAssign) and isinstance(statement.target, cst.Name)
+             and "ClassVar" not in (dotted_name(statement.annotation.annotation) or "")]
+    positional = [arg.value for arg in args if arg.keyword is None and not arg.node.star]
+    fields = dict(zip(names, positional))
+    fields.update({arg.keyword: arg.value for arg in args if arg.keyword in names})
+    return fields
 
 
 def _node_of(info: FunctionInfo) -> cst.FunctionDef:

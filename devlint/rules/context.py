@@ -73,6 +73,8 @@ class RuleContext:
         words = self.origin_words(value)
         if isinstance(value.via, cst.Call) and self.line_of(value.via) != self.line_of(value.origin):
             words += f" in `{self.text_of(value.via.func)}`, called on line {self.line_of(value.via)}"
+        if value.stored is not None and self.line_of(value.stored) != self.line_of(value.origin):
+            words += f", stored on line {self.line_of(value.stored)}"
         return f"{device} ({words})"
 
     def call_chain(self, chain) -> str:
