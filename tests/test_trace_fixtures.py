@@ -4,7 +4,8 @@ Every single-file fixture under `fixtures/placement` and `fixtures/parallel` wit
 (DEV1xx, DEV2xx) has severity "error" runs as `__main__` under the tracer with two simulated GPUs, stopping at the
 first failure. The run must end with a device error (PyTorch's mismatch text, DataParallel's placement text, the
 numpy TypeError, or a recorded device-mismatch / numpy-on-accelerator event) raised at an expected line or in a call
-made from one. A few rules report the cause rather than the crash (see CAUSE_CODES): for them the expected line must
+made from one. A few rules report the cause rather than the crash (see CAUSE_CODES: a discarded move, a plain tensor
+attribute, a GPU other than device_ids[0], optimizer state on the CPU): for them the expected line must
 have run before the device error.
 
 Its `.fixed.py` twin runs clean (exit 0, no mismatch event) unless devlint still finds a crash-class bug in the twin
@@ -42,7 +43,7 @@ DEVICE_EVENTS = {"device-mismatch", "numpy-on-accelerator"}
 # Rules reported where the cause is, not where it crashes: an unregistered tensor attribute crashes where
 # forward uses it, a DataParallel with the wrong device_ids at its call, optimizer state built before the
 # move at step().
-CAUSE_CODES = {"DEV105", "DEV202", "DEV204"}
+CAUSE_CODES = {"DEV104", "DEV105", "DEV202", "DEV204"}
 
 
 def crash_lines(pairs) -> dict:

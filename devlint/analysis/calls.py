@@ -732,7 +732,7 @@ class CallEvaluator:
             self.note_step(trains=True)
             return Value(kind=HOST)
         if kind == ANY and name == "add_argument":
-            self.note_argument_default(args)
+            self.note_argument_default(node, args)
             return UNKNOWN_VALUE
         if name == "get" and kind in (ANY, LIST, HOST):
             positional = [a for a in args if a.keyword is None and not a.node.star]
@@ -771,11 +771,19 @@ class CallEvaluator:
                 and default.value.kind == DEVICE and default.value.device.kind == "unguarded"):
             self.record_misuse(default.node.value, ACCELERATOR_DEFAULT, what)
 
-    def note_argument_default(self, args: List[Arg]) -> None:
+    def note_argument_default(self, node: cst.Call, args: List[Arg]) -> None:
         """`parser.add_argument("--device", default="cuda")`: every run without the flag needs a GPU."""
         default = next((a for a in args if a.keyword == "default"), None)
         if default is not None and default.value.kind == DEVICE and default.value.device.kind == "unguarded":
             self.record_misuse(default.node.value, ACCELERATOR_DEFAULT, "argparse default")
+        flags = [string_value(a.node.value) or "" for a in args if a.keyword is None]
+        action = next((string_value(a.node.value) for a in args if a.keyword == "action"), None)
+        on_by_default = action == "store_false" or (default is not None and literal_of(default.value) is True)
+        if on_by_default and any(api.is_cuda_flag(flag) for flag in flags) \
+                and not self.program.facts.requirements.runs_without_cuda:
+            # `--cuda` with `action="store_false"` (salesforce/awd-lstm-lm): CUDA unless told otherwise,
+            # in a file that never asks whether it is there
+            self.record_misuse(node, ACCELERATOR_DEFAULT, "argparse switch")
 
     def move_in_place(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:
         target = self.move_target(name, node, args, env)
@@ -924,8 +932,9 @@ class CallEvaluator:
                 args = [Arg(a.node, replace(a.value, device=callee.device)) if id(a.node.value) in reported else a
                         for a in args]
             result = self.program.call_forward(callee, node, args, self, env)
-            if result is not None and reported and result.kind in (TENSOR, BATCH):
-                return Value(kind=TENSOR, origin=node)  # reported here: its outputs are no new root cause
+            if result is not None and reported and callee.device.is_cpu and result.kind in (TENSOR, BATCH):
+                # a model left on the CPU was reported here: its outputs are no new root cause
+                return Value(kind=TENSOR, origin=node)
             if result is not None and (result.kind in (TUPLE, LIST, BATCH, OBJECT) or result.device.known):
                 # what this module's own `forward` returns for these inputs; for messages, a tensor
                 # got its device at this call

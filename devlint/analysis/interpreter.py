@@ -254,6 +254,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if then_env.get(name) is not None:
                 then_env.values[name] = Value(kind=HOST)
         failed = narrowed(node.test, api.TENSOR_TYPES) if isinstance(node.test, cst.Call) else []
+        for name in failed:  # where it holds, an unknown x is a tensor (of an unknown device)
+            if then_env.get(name) is not None and then_env.values[name].kind == ANY:
+                then_env.values[name] = Value(kind=TENSOR)
         for name in failed:  # where `isinstance(x, torch.Tensor)` fails, x is no tensor
             if else_env.get(name) is not None and else_env.values[name].kind in (TENSOR, BATCH):
                 else_env.values[name] = UNKNOWN_VALUE
@@ -827,6 +830,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         return self.eval(node.expression, env)
 
     def eval_Lambda(self, node, env):
+        # its body runs whenever it is called (a dataclass `default_factory`, a sort key): what it
+        # does is checked where it is written, its parameters unknown
+        scope = env.copy()
+        for param in node.params.params:
+            scope.bind(param.name.value, UNKNOWN_VALUE)
+        self.eval(node.body, scope)
         return UNKNOWN_VALUE
 
     def eval_Call(self, node: cst.Call, env: Env) -> Value:

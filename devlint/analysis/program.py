@@ -597,7 +597,8 @@ class Program:
             else:
                 self.ensure_class(owner)
                 module_like = _acts_as_module(owner)
-                if module_like and (info.name == "__init__" or _builds_submodules(info, owner)):
+                building = module_like and (info.name == "__init__" or _builds_submodules(info, owner))
+                if building:
                     # a module under construction is where modules are made (the CPU, unless a
                     # default device says otherwise) and one object its own methods see (a shape
                     # probe `self._conv_out(shape)` runs its `self.conv` on that device); so is one
@@ -614,7 +615,7 @@ class Program:
                     env.bind(first, Value(kind=OBJECT, cls=owner.name, ident=id(info.node)))
                 attrs = seed if seed is not None else owner.attrs
                 for key, value in attrs.items():
-                    if module_like and info.name != "__init__":
+                    if module_like and not building:
                         value = self.follows_module(value, owner, self.self_device())
                     env.values[first + key[len("self"):]] = value
         star = info.node.params.star_arg

@@ -543,6 +543,14 @@ def names_accelerator_state(text: str) -> bool:
     return bool(_IMPLICIT_ACCELERATOR_STATE.search(text))
 
 
+_CUDA_FLAG = re.compile(r"^-{1,2}(use[_-]?)?(cuda|gpu)$", re.IGNORECASE)
+
+
+def is_cuda_flag(flag: str) -> bool:
+    """`--cuda`, `--use-gpu`: a command-line switch that turns the accelerator on."""
+    return bool(_CUDA_FLAG.match(flag))
+
+
 def is_rank_name(text: str) -> bool:
     """`local_rank`, `rank`, `args.local_rank`, `"LOCAL_RANK"`."""
     return bool(_RANK_NAME.search(text.strip("'\"")))
