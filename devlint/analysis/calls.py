@@ -24,7 +24,7 @@ from .lattice import (
     SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
     HOST_PATH, OWN_FORWARD_MOVES, SYMBOLIC,
     TENSOR, TOKENIZER,
-    TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, literal_of, symbolic,
+    TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, literal_of, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier, string_value
 from .project import PROJECT_SOURCE
@@ -466,6 +466,8 @@ class CallEvaluator:
         device = first.value.device if first.value.kind == DEVICE else UNKNOWN
         if device.known and len(positional) > 1:
             index = integer_value(positional[1].node.value)
+            if index is None and isinstance(literal_of(positional[1].value), int):
+                index = literal_of(positional[1].value)  # `torch.device("cuda", self.main_gpu)`, a known constant
             device = replace(device, index=index, key="" if index is not None else PER_RANK)  # ("cuda", local_rank)
         if device.root is not None:  # `torch.device("cuda")` as a whole is the request
             device = replace(device, root=node)
@@ -547,8 +549,10 @@ class CallEvaluator:
             part = _replaced_part(inner)
             if has_ids and part is not None and self.first_time("part", inner, node):
                 facts.parallel_on_cpu.append(ParallelOnCpu(node, part, "DistributedDataParallel"))
-        first_id = _first_literal_id(ids.node.value) if has_ids else None
-        fixed = inner.device.kind in (CUDA, SELECTED) and inner.device.index is not None and inner.device.key != PER_RANK
+        first_id = _first_literal_id(ids.node.value, ids.value) if has_ids else None
+        # (a hard-coded `cuda:1` is that GPU wherever it runs at all)
+        fixed = (inner.device.kind in (CUDA, SELECTED, UNGUARDED) and inner.device.index is not None
+                 and inner.device.key != PER_RANK)
         if first_id is not None and module and fixed and inner.device.index != first_id and self.recording:
             facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, first_id))
         per_rank = _first_per_rank_id(ids.node.value) if has_ids else None
@@ -1118,9 +1122,13 @@ def _first_per_rank_id(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _first_literal_id(expr: cst.BaseExpression) -> Optional[int]:
+def _first_literal_id(expr: cst.BaseExpression, value: Value) -> Optional[int]:
+    """The first of `device_ids=[0, 1]`, written out or a constant the analysis knows (`cfg.gpu_ids`)."""
     if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
         return integer_value(expr.elements[0].value)
+    if value.kind == TUPLE and value.items:
+        first = literal_of(value.items[0])
+        return first if isinstance(first, int) and not isinstance(first, bool) else None
     return None
 
 

@@ -253,6 +253,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         for name in narrowed(node.test, api.HOST_TYPES):  # `if isinstance(a, np.ndarray):` a is no tensor there
             if then_env.get(name) is not None:
                 then_env.values[name] = Value(kind=HOST)
+        self.narrow_wrapped(node.test, then_env, else_env)
         failed = narrowed(node.test, api.TENSOR_TYPES) if isinstance(node.test, cst.Call) else []
         for name in failed:  # where it holds, an unknown x is a tensor (of an unknown device)
             if then_env.get(name) is not None and then_env.values[name].kind == ANY:
@@ -282,6 +283,20 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if split and not (then_env.dead or else_env.dead):
             joined.guarded = env.guarded  # the guard covers the branches, not what follows them
         return joined
+
+    def narrow_wrapped(self, test: cst.BaseExpression, then_env: Env, else_env: Env) -> None:
+        """`model(x) if isinstance(model, nn.DataParallel) else model(x.to(device))`: a model wrapped on
+        one side of a split is the wrapper where the test holds and the bare module where it fails."""
+        for name in narrowed(test, api.PARALLEL_WRAPPER_TYPES):
+            value = then_env.get(name)
+            if value is None or value.kind != MODULE or not value.alternatives:
+                continue
+            wrapped = [side for side in value.alternatives if side.scatters]
+            bare = [side for side in value.alternatives if not side.scatters]
+            if wrapped:
+                then_env.values[name] = wrapped[0]
+            if bare:
+                else_env.values[name] = bare[0]
 
     def is_device_choice(self, test: cst.BaseExpression, value: Value) -> bool:
         """Does this test choose between an accelerator and the CPU?"""
@@ -807,6 +822,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         body_env, else_env = env.copy(), env.copy()
         if split:
             body_env.guarded = else_env.guarded = True
+        self.narrow_wrapped(node.test, body_env, else_env)
         body = self.eval(node.body, body_env)
         orelse = self.eval(node.orelse, else_env)
         return join_values(body, orelse, split)

@@ -222,6 +222,9 @@ OFFLOAD_METHODS = frozenset({
 FORWARD_HOOK_REGISTRATIONS = frozenset({"register_forward_pre_hook", "register_forward_hook"})
 #: Attributes of a pipeline's or model's output that hold images or text, never device tensors.
 HOST_OUTPUT_ATTRIBUTES = frozenset({"images", "audios", "frames", "videos", "text", "nsfw_content_detected"})
+#: Types whose `isinstance` test says a module is wrapped in DataParallel / DDP where it holds.
+PARALLEL_WRAPPER_TYPES = frozenset(prefix + name for name in ("DataParallel", "DistributedDataParallel")
+                                   for prefix in ("", "nn.", "nn.parallel.", "torch.nn.", "torch.nn.parallel.")) | {"DDP"}
 #: Types whose `isinstance` test says the value is a tensor (and, where it fails, that it is none).
 TENSOR_TYPES = frozenset({"torch.Tensor", "Tensor", "torch.nn.Parameter", "nn.Parameter"})
 #: Types whose `isinstance` test says the value is no tensor (on the branch where it holds).
