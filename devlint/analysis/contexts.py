@@ -189,9 +189,12 @@ class ContextRunner:
 def _returned_through(result: Value, site: CallSite, bound: Dict[str, Value]) -> Value:
     """A value the callee made (not one of its arguments handed back) came back through this call."""
     given = {id(value.origin) for value in bound.values() if value.origin is not None}
+    worked = {id(value.host_work) for value in bound.values() if value.host_work is not None}
 
     def through(value: Value) -> Value:
-        if value.origin is None or id(value.origin) in given:
+        # (an argument handed back is not, unless the callee worked on it: a frame it preprocessed)
+        worked_here = value.host_work is not None and id(value.host_work) not in worked
+        if value.origin is None or (id(value.origin) in given and not worked_here):
             return value
         return replace(value, via=site.node)
 

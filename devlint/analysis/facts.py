@@ -173,6 +173,8 @@ class HotPathWaste:
     kind: str
     subject: Operand
     detail: str = ""
+    #: DEV403: where the numpy work happened, when that is another line (a helper's body)
+    work: Optional[cst.CSTNode] = None
 
 
 CREATED_THEN_MOVED = "created-then-moved"

@@ -219,7 +219,8 @@ class HotPathTracker:
         if self.first_time("preprocess", data, node):
             work = " ".join(self.program.module.code_for_node(data.host_work).split())
             detail = work if len(work) <= 40 else work[:37] + "..."
-            self.program.facts.waste.append(HotPathWaste(node, HOST_WORK_CONVERTED, Operand(expr, data), detail))
+            self.program.facts.waste.append(HotPathWaste(node, HOST_WORK_CONVERTED, Operand(expr, data), detail,
+                                                         data.host_work))
 
     def note_module_move(self, receiver_node, receiver: Value, node: cst.Call, target) -> None:
         frame = next((f for f in reversed(self.frames) if f.encloses_steps), None)

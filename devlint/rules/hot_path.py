@@ -217,8 +217,19 @@ for x, y in loader:
             elif fact.kind == HOST_WORK_CONVERTED:
                 yield Finding(fact.node, (
                     f"each step's data ({context.origin_words(fact.subject.value)}) is worked on with numpy on the "
-                    f"host (`{fact.detail}`) before it becomes a tensor here; do it in the Dataset or its "
-                    "transforms, or on the device after the copy"))
+                    f"host (`{fact.detail}`{_work_place(fact, context)}) before it becomes a tensor here; do it in "
+                    "the Dataset or its transforms, or on the device after the copy"))
+
+
+def _work_place(fact: HotPathWaste, context: RuleContext) -> str:
+    """`, line 21 in `preprocess`, called on line 43`: where the numpy work is, when not here."""
+    if fact.work is None or context.line_of(fact.work) == context.line_of(fact.node):
+        return ""
+    via = fact.subject.value.via
+    words = f", line {context.line_of(fact.work)}"
+    if isinstance(via, cst.Call) and context.line_of(via) != context.line_of(fact.node):
+        words += f" in `{context.text_of(via.func)}`, called on line {context.line_of(via)}"
+    return words
 
 
 class LoaderNotPinned(Rule):
