@@ -98,6 +98,7 @@ class ClassInfo:
         self.registers_manually = False  # __init__ calls add_module/register_module
         #: attributes `__init__` also assigns a module to (`self.lins = nn.ModuleList(self.lins)` on a path)
         self.module_assigned: Set[str] = set()
+        self.moves_itself: Optional[bool] = None  # a method calls `self.to(...)` (see `_acts_as_module`)
         self.methods: Dict[str, FunctionInfo] = {}
         self.init_seed: Optional[Dict[str, Value]] = None  # what `__init__` inherits from base classes
         self.moves_input: Optional[bool] = None  # its `forward` moves its first input (see `moves_own_input`)
@@ -914,9 +915,17 @@ def _informative(value: Value) -> bool:
 
 
 def _acts_as_module(info: ClassInfo) -> bool:
-    """A module class, or one with unknown bases and a `forward` (assumed a module, the silent
-    choice); with unknown bases and no `forward` it is a processor or a helper object."""
-    return bool(info.is_module) or (info.is_module is None and "forward" in info.methods)
+    """A module class, or one with unknown bases that has a `forward` or moves itself (`self.to(...)`,
+    flair's embeddings): assumed a module, the silent choice. With unknown bases and neither, it
+    is a processor or a helper object."""
+    if info.is_module is not None:
+        return info.is_module
+    if info.moves_itself is None:
+        info.moves_itself = any(
+            isinstance(call.func, cst.Attribute) and call.func.attr.value in api.MOVE_METHODS
+            and isinstance(call.func.value, cst.Name) and call.func.value.value == "self"
+            for method in info.methods.values() for call in calls_in(method.node.body))
+    return "forward" in info.methods or info.moves_itself
 
 
 def _self_attribute_under(node: cst.BaseExpression) -> Optional[str]:
