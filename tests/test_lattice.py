@@ -44,3 +44,14 @@ def test_descriptions_name_the_device():
     assert SEL.describe() == "the selected accelerator"
     assert symbolic("self").describe() == "the module's device"
     assert symbolic("args.device").describe() == "`args.device`"
+
+
+def test_a_value_known_on_one_path_only_is_unknown_and_not_to_be_guessed():
+    from devlint.analysis.lattice import LOADER, SOURCE_MIXED, UNKNOWN_VALUE, Value, join_values
+    loader = Value(kind=LOADER, device=CPU)
+    for joined in (join_values(loader, UNKNOWN_VALUE), join_values(UNKNOWN_VALUE, loader)):
+        assert joined.kind == UNKNOWN_VALUE.kind and not joined.device.known
+        assert joined.source == SOURCE_MIXED
+    # two known kinds that differ say nothing either, but carry no such mark
+    from devlint.analysis.lattice import HOST, TENSOR
+    assert join_values(Value(kind=HOST), Value(kind=TENSOR, device=CPU)) == UNKNOWN_VALUE
