@@ -56,6 +56,6 @@ def test_a_cycle_keeps_every_function_once():
 
 
 def test_a_name_shared_by_many_functions_orders_nothing():
-    shared = "".join(f"def step():\n    pass\n" for _ in range(MAX_SAME_NAME + 1))
+    shared = "".join("def step():\n    pass\n" for _ in range(MAX_SAME_NAME + 1))
     order = _order(shared + "def first():\n    pass\ndef main():\n    step()\n")
     assert order[:MAX_SAME_NAME + 1] == ["step"] * (MAX_SAME_NAME + 1) and order[-2:] == ["first", "main"]
