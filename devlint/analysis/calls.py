@@ -466,8 +466,9 @@ class CallEvaluator:
         device = first.value.device if first.value.kind == DEVICE else UNKNOWN
         if device.known and len(positional) > 1:
             index = integer_value(positional[1].node.value)
-            if index is None and isinstance(literal_of(positional[1].value), int):
-                index = literal_of(positional[1].value)  # `torch.device("cuda", self.main_gpu)`, a known constant
+            constant = literal_of(positional[1].value)
+            if index is None and isinstance(constant, int) and not isinstance(constant, bool):
+                index = constant  # `torch.device("cuda", self.main_gpu)`, a known constant
             device = replace(device, index=index, key="" if index is not None else PER_RANK)  # ("cuda", local_rank)
         if device.root is not None:  # `torch.device("cuda")` as a whole is the request
             device = replace(device, root=node)

@@ -27,7 +27,8 @@ class DeviceChoiceTracker:
 
     cuda_initialised: Optional[cst.CSTNode]
     chosen_device: str
-    #: a caller in context offers a CPU path (`main()` picks `--device cpu` and calls the benchmark)
+    #: a caller in context offers a CPU path (`main()` picks `--device cpu` and calls the benchmark),
+    #: or this code joined a gloo process group
     inherited_cpu_path: bool = False
 
     def note_placement(self, device: Device, device_value: Optional[Value], use: cst.CSTNode, env,
@@ -71,9 +72,11 @@ class DeviceChoiceTracker:
         """Can the code running now go without CUDA, as far as it has run? Its function tests for
         CUDA or names the CPU, places work on a device it was given or chose, or a caller in
         context does; at module level, the file does."""
+        if self.inherited_cpu_path or self.chosen_device:
+            return True
         node = self.scope.node
-        if self.inherited_cpu_path or self.chosen_device or node is None:
-            return self.inherited_cpu_path or bool(self.chosen_device) or self.program.facts.requirements.runs_without_cuda
+        if node is None:
+            return self.program.facts.requirements.runs_without_cuda
         return self.program.offers_cpu_path(node)
 
     def settle_cuda_calls(self, env) -> None:
