@@ -5,12 +5,12 @@ import textwrap
 
 import libcst as cst
 
-from devlint.analysis.call_order import MAX_SAME_NAME, callers_first
+from devlint.analysis.call_order import MAX_SAME_NAME, callers_first, calls_by_function
 
 
-def _functions(source: str):
+def _parsed(source: str):
     module = cst.parse_module(textwrap.dedent(source))
-    return [node for node in module.body if isinstance(node, cst.FunctionDef)]
+    return [node for node in module.body if isinstance(node, cst.FunctionDef)], calls_by_function(module)
 
 
 def _by_name(call: cst.Call):
@@ -18,7 +18,8 @@ def _by_name(call: cst.Call):
 
 
 def _order(source: str):
-    return [f.name.value for f in callers_first(_functions(source), lambda f: f, _by_name)]
+    functions, calls = _parsed(source)
+    return [f.name.value for f in callers_first(functions, lambda f: f, _by_name, calls)]
 
 
 def test_a_helper_defined_above_its_caller_comes_after_it():

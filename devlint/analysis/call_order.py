@@ -21,19 +21,44 @@ T = TypeVar("T")
 MAX_SAME_NAME = 8
 
 
+def calls_by_function(module: cst.Module) -> Dict[int, List[cst.Call]]:
+    """`id(function) -> the calls in its body` (nested functions' calls too: they may run), in one
+    pass over the module."""
+    collector = _CallCollector()
+    module.visit(collector)
+    return collector.calls
+
+
+class _CallCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.calls: Dict[int, List[cst.Call]] = {}
+        self.open: List[List[cst.Call]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.open.append(self.calls.setdefault(id(node), []))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.open.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for calls in self.open:
+            calls.append(node)
+
+
 def callers_first(items: Sequence[T], node_of: Callable[[T], cst.FunctionDef],
-                  callee_names: Callable[[cst.Call], Iterable[str]]) -> List[T]:
+                  callee_names: Callable[[cst.Call], Iterable[str]], calls: Dict[int, List[cst.Call]]) -> List[T]:
     """`items` reordered so each comes after the items whose bodies call it.
 
     `callee_names(call)` gives the names a call may reach (`helper` for `helper(x)`,
     `step` for `self.step(x)`); an item is called when one of them is its function's name.
+    `calls` holds each function's calls (`calls_by_function`).
     """
     by_name: Dict[str, List[int]] = {}
     for index, item in enumerate(items):
         by_name.setdefault(node_of(item).name.value, []).append(index)
     callers: List[Set[int]] = [set() for _ in items]
     for index, item in enumerate(items):
-        for call in calls_in(node_of(item).body):
+        for call in calls.get(id(node_of(item)), ()):
             for name in callee_names(call):
                 candidates = by_name.get(name, ())
                 if len(candidates) > MAX_SAME_NAME:

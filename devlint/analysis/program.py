@@ -23,7 +23,7 @@ from . import torch_api as api
 from .env import Env, moved_copy
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState, caller_chains
 from .apply_overrides import attributes_applied
-from .call_order import callers_first, calls_in
+from .call_order import callers_first, calls_by_function, calls_in
 from .calls import caller_arg, is_move_call
 from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
@@ -54,6 +54,7 @@ class FunctionInfo:
         self.final_env: Optional[Env] = None
         self._trains: Optional[bool] = None
         self._moves: Optional[Set[str]] = None
+        self.builds_parts: Optional[bool] = None  # see `_builds_submodules`
 
     @property
     def name(self) -> str:
@@ -149,15 +150,17 @@ class Program:
         reached = self.contexts.reached
         for info in self.class_order:
             self.ensure_class(info)
-        for info in callers_first(list(self.functions.values()), _node_of, _called_by_name):
+        calls = calls_by_function(self.module)
+        for info in callers_first(list(self.functions.values()), _node_of, _called_by_name, calls):
             arguments, hot = self._calls_from_other_files(info)
             self.analyse(info, arguments=arguments, hot=hot, silent=id(info.node) in reached)
         for info in self.class_order:  # constructors no call read in context: their generic facts
             init = info.methods.get("__init__")
             if init is not None and init.owner is info and id(init.node) not in reached:
                 self.reanalyse(init, seed=info.init_seed)
-        methods = [method for info in self.class_order for method in info.methods.values()]
-        for method in callers_first(methods, _node_of, _called_on_self):
+        # (each method once: a class's table also lists the methods it inherits)
+        methods = list({id(method.node): method for info in self.class_order for method in info.methods.values()}.values())
+        for method in callers_first(methods, _node_of, _called_on_self, calls):
             self.analyse(method, silent=id(method.node) in reached)
         self.facts.unregistered_state = [fact for fact in self.facts.unregistered_state if self._still_unregistered(fact)]
         if self.place.is_test_module:
@@ -787,9 +790,14 @@ def _fact_key(fact) -> tuple:
 
 def _builds_submodules(info: FunctionInfo, owner: "ClassInfo") -> bool:
     """A method other than `forward` that registers new parts: `self.add_module(...)`, or
-    `self.blocks.append(...)` on a module container. It runs while the model is being built."""
-    if info.name == "forward":
-        return False
+    `self.blocks.append(...)` on a module container. It runs while the model is being built.
+    (Decided once per method: it is asked at every run of it.)"""
+    if info.builds_parts is None:
+        info.builds_parts = info.name != "forward" and _registers_parts(info, owner)
+    return info.builds_parts
+
+
+def _registers_parts(info: FunctionInfo, owner: "ClassInfo") -> bool:
     for call in calls_in(info.node.body):
         func = call.func
         if not isinstance(func, cst.Attribute):
