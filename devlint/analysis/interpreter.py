@@ -703,6 +703,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         base = self.eval(node.value, env)
         for element in node.slice:
             self.eval_children(element, env)
+        if base.kind == TENSOR and isinstance(base.origin, cst.Param) and all(
+                isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Integer) for e in node.slice):
+            # `window_size[0]` of an input only guessed to be a tensor (a forward's first parameter):
+            # indexed by a constant, it may as well be a tuple of sizes
+            return UNKNOWN_VALUE
         if base.kind in (TENSOR, BATCH):
             # a slice of a shaped tensor (`t[:, 1:]`) is shaped; an integer index may leave a 0-dim one
             sliced = base.scalar is False and any(isinstance(e.slice, cst.Slice) for e in node.slice)
