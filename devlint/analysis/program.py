@@ -825,11 +825,17 @@ def _record_fields(node: cst.ClassDef, args) -> Dict[str, Value]:
     names = [statement.target.value for line in node.body.body if isinstance(line, cst.SimpleStatementLine)
              for statement in line.body
              if isinstance(statement, cst.AnnAssign) and isinstance(statement.target, cst.Name)
-             and "ClassVar" not in (dotted_name(statement.annotation.annotation) or "")]
+             and not _is_class_variable(statement.annotation.annotation)]
     positional = [arg.value for arg in args if arg.keyword is None and not arg.node.star]
     fields = dict(zip(names, positional))
     fields.update({arg.keyword: arg.value for arg in args if arg.keyword in names})
     return fields
+
+
+def _is_class_variable(annotation: cst.BaseExpression) -> bool:
+    """`ClassVar[int]`: no field of a dataclass."""
+    head = annotation.value if isinstance(annotation, cst.Subscript) else annotation
+    return (dotted_name(head) or "").rsplit(".", 1)[-1] == "ClassVar"
 
 
 def _node_of(info: FunctionInfo) -> cst.FunctionDef:
