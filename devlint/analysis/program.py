@@ -120,7 +120,9 @@ class Program:
         self.reported: Set[int] = set()
         # A model file that never says "device" is still run on one if its project does.
         self.accelerator_evidence = bool(_ACCELERATOR_TEXT.search(source)) or self.place.accelerated
-        self.facts.requirements.runs_without_cuda = bool(api.CPU_PATH_TEXT.search(source))
+        #: the file's text tests for CUDA or names the CPU somewhere (then some function's may)
+        self._text_offers_cpu_path = bool(api.CPU_PATH_TEXT.search(source))
+        self.facts.requirements.runs_without_cuda = self._text_offers_cpu_path
         self.module_env = Env()
         self.functions: Dict[int, FunctionInfo] = {}
         self.classes: Dict[str, ClassInfo] = {}
@@ -174,7 +176,10 @@ class Program:
         return self.facts
 
     def offers_cpu_path(self, function: cst.FunctionDef) -> bool:
-        """Does this function's own text test for CUDA or name the CPU?"""
+        """Does this function's own text test for CUDA or name the CPU? (Asked at every call in
+        context: a file whose text does neither answers without rendering its functions.)"""
+        if not self._text_offers_cpu_path:
+            return False
         found = self._cpu_paths.get(id(function))
         if found is None:
             found = self._cpu_paths[id(function)] = bool(api.CPU_PATH_TEXT.search(self.module.code_for_node(function)))

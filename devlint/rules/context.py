@@ -71,11 +71,16 @@ class RuleContext:
         if value.origin is None:
             return device
         words = self.origin_words(value)
-        if isinstance(value.via, cst.Call) and self.line_of(value.via) != self.line_of(value.origin):
-            words += f" in `{self.text_of(value.via.func)}`, called on line {self.line_of(value.via)}"
+        words += self.via_words(value.via, value.origin)
         if value.stored is not None and self.line_of(value.stored) != self.line_of(value.origin):
             words += f", stored on line {self.line_of(value.stored)}"
         return f"{device} ({words})"
+
+    def via_words(self, via: Optional[cst.CSTNode], here: cst.CSTNode) -> str:
+        """` in `f`, called on line 43`: the call a value came back through, when not on `here`'s line."""
+        if isinstance(via, cst.Call) and self.line_of(via) != self.line_of(here):
+            return f" in `{self.text_of(via.func)}`, called on line {self.line_of(via)}"
+        return ""
 
     def call_chain(self, chain) -> str:
         """` (when `generate` is called from line 56)`: the calls a finding depends on, innermost first."""

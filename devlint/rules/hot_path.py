@@ -225,11 +225,7 @@ def _work_place(fact: HotPathWaste, context: RuleContext) -> str:
     """`, line 21 in `preprocess`, called on line 43`: where the numpy work is, when not here."""
     if fact.work is None or context.line_of(fact.work) == context.line_of(fact.node):
         return ""
-    via = fact.subject.value.via
-    words = f", line {context.line_of(fact.work)}"
-    if isinstance(via, cst.Call) and context.line_of(via) != context.line_of(fact.node):
-        words += f" in `{context.text_of(via.func)}`, called on line {context.line_of(via)}"
-    return words
+    return f", line {context.line_of(fact.work)}" + context.via_words(fact.subject.value.via, fact.node)
 
 
 class LoaderNotPinned(Rule):
