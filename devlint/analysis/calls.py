@@ -103,7 +103,7 @@ class CallEvaluator:
         if callee.kind in (CLASS, FUNCTION):
             # Summaries say what comes back, not what the callee did to a module it was handed:
             # unless the function visibly leaves its arguments where they are.
-            self.escape(args if callee.kind == CLASS else self.program.arguments_it_may_move(callee, args), env)
+            self.escape(self.program.arguments_it_may_move(callee, args), env)
             if callee.kind == CLASS:
                 instance = self.program.instantiate(callee, node, args, env, self)
                 if instance.ident is not None:
@@ -179,8 +179,8 @@ class CallEvaluator:
                 return Value(kind=TENSOR, origin=node)
             # A CPU result is the CPU operand carried on: keep where it came from.
             first = known[0][1]
-            return Value(kind=TENSOR, device=CPU, origin=first.origin or node, source=first.source,
-                         explicit_device=first.explicit_device, scalar=False if shaped else None)
+            return Value(kind=TENSOR, device=CPU, origin=first.origin or node, source=first.source, via=first.via,
+                         stored=first.stored, explicit_device=first.explicit_device, scalar=False if shaped else None)
         for n, v in known:
             if v is anchor[1] or not conflicts(anchor[1].device, v.device):
                 continue
@@ -577,6 +577,11 @@ class CallEvaluator:
         """An optimizer remembers the module whose parameters it holds, and where it was then."""
         owner = _parameters_owner(args[0].node.value) if args and args[0].keyword is None else None
         module = self.eval(owner, env) if owner is not None else UNKNOWN_VALUE
+        if module.kind == MODULE and module.ident is None and module.aliases:
+            # one of several modules (`for k, n in nets.items()`): built on whichever it is
+            eager = name in api.EAGER_STATE_OPTIMIZERS and module.device.is_cpu
+            return Value(kind=OPTIMIZER, origin=node, cls=name, aliases=module.aliases, device=module.device,
+                         state_at=node if eager else None)
         if (module.kind != MODULE or module.ident is None) and args and args[0].keyword is None:
             module = _owning_module(args[0].value)  # param groups: lists and dicts of one module's parameters
         if module.kind != MODULE or module.ident is None:
@@ -591,8 +596,8 @@ class CallEvaluator:
             return
         heap = self.program.contexts.heap
         loaded = heap.optimizer_state
-        for value in list(env.values.values()) + heap.optimizers_of(receiver.ident):
-            if value.kind == OPTIMIZER and value.ident == receiver.ident and value.device.is_cpu:
+        for value in _held_optimizers(env.values.values(), receiver.ident) + heap.optimizers_of(receiver.ident):
+            if value.device.is_cpu:
                 state_at = value.state_at or (loaded.get(id(value.origin)) if value.origin is not None else None)
                 if self.first_time("optimizer", value, node):
                     # (an optimizer a helper method built is reported at the call of that helper)
@@ -608,7 +613,13 @@ class CallEvaluator:
         if literal is not None:
             return api.loader_option(literal)
         name = dotted_name(expr)
-        return api.loader_option(name == "True") if name in ("True", "False") else None
+        if name in ("True", "False"):
+            return api.loader_option(name == "True")
+        if isinstance(expr, cst.Attribute) and expr.attr.value in self.program.argument_defaults:
+            # `num_workers=opt.workers` with `--workers` defaulting to 0: a run without the flag
+            default = self.program.argument_defaults[expr.attr.value]
+            return api.loader_option(default) if isinstance(default, (bool, int)) else None
+        return None
 
     def nn_module(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
         # a loss weighted by a 0-dim tensor (`pos_weight=torch.tensor(5.0)`) mixes with GPU tensors
@@ -729,6 +740,10 @@ class CallEvaluator:
             return self.tensor_method(receiver, receiver_node, name, node, args, env, discarded)
         if kind in (LIST, TUPLE) and name in ("append", "extend", "insert"):
             return self.container_add(receiver, receiver_node, name, node, args, env)
+        if kind == LIST and receiver.cls == "dict" and receiver.items:
+            handled = _dict_view(receiver.items[0], name)
+            if handled is not None:
+                return handled
         if kind == TOKENIZER:
             return self.tokenizer_call(name, node, args)
         if kind == OPTIMIZER or (kind == ANY and name == "step" and _OPTIMIZER_NAME.search(last_identifier(receiver_node))):
@@ -761,6 +776,9 @@ class CallEvaluator:
     def optimizer_method(self, receiver: Value, receiver_node, name: str, node: cst.Call, env) -> Value:
         if name == "step":
             self.note_step(trains=True)
+            # `if (i + 1) % accumulation == 0: optimizer.step()` is the update step, not a logging
+            # interval: what follows it in that branch runs every update
+            self.interval_depth = 0
         elif name == "load_state_dict" and receiver.kind == OPTIMIZER and receiver.device.is_cpu:
             key = dotted_name(receiver_node)
             if key is not None:  # the loaded state lands where the parameters are now: the CPU
@@ -782,6 +800,10 @@ class CallEvaluator:
         if default is not None and default.value.kind == DEVICE and default.value.device.kind == "unguarded":
             self.record_misuse(default.node.value, ACCELERATOR_DEFAULT, "argparse default")
         flags = [string_value(a.node.value) or "" for a in args if a.keyword is None]
+        destination = next((string_value(a.node.value) for a in args if a.keyword == "dest"), None) \
+            or api.argument_destination(flags)
+        if destination and default is not None and default.value.literal is not None:
+            self.program.argument_defaults[destination] = literal_of(default.value)
         action = next((string_value(a.node.value) for a in args if a.keyword == "action"), None)
         on_by_default = action == "store_false" or (default is not None and literal_of(default.value) is True)
         if on_by_default and any(api.is_cuda_flag(flag) for flag in flags) \
@@ -993,9 +1015,11 @@ class CallEvaluator:
                 return replace(result, scalar=None)
             return result
         if name in api.SPLITTING_METHODS and args:
-            return Value(kind=BATCH, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source)
+            return Value(kind=BATCH, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
+                         stored=receiver.stored)
         if name in api.REDUCTIONS or name in api.SPLITTING_METHODS:
-            return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source, scalar=None)
+            return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
+                         stored=receiver.stored, scalar=None)
         if name in api.PAIRED_ARGUMENT_METHODS:
             keyword = api.PAIRED_ARGUMENT_METHODS[name]
             paired = next((a for a in args if a.keyword == keyword), None)
@@ -1012,11 +1036,11 @@ class CallEvaluator:
         if name in api.NOT_IN_PLACE:
             return Value(kind=HOST)
         return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
-                     scalar=receiver.scalar, parameter=False)
+                     stored=receiver.stored, scalar=receiver.scalar, parameter=False)
 
     def batch_method(self, receiver, receiver_node, name, node, args, env, discarded) -> Optional[Value]:
         element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
-                        scalar=False if receiver.source else None)
+                        stored=receiver.stored, scalar=False if receiver.source else None)
         if name in api.MOVE_METHODS:
             target = self.move_target(name, node, args, env)
             if target is None:
@@ -1131,6 +1155,32 @@ def _first_literal_id(expr: cst.BaseExpression, value: Value) -> Optional[int]:
         first = literal_of(value.items[0])
         return first if isinstance(first, int) and not isinstance(first, bool) else None
     return None
+
+
+def _dict_view(element: Value, name: str) -> Optional[Value]:
+    """`d.items()`, `d.values()`, `d.get(k)` of a dict whose values are all like `element`."""
+    if name == "items":
+        return Value(kind=LIST, items=(Value(kind=TUPLE, items=(Value(kind=HOST), element)),))
+    if name == "values":
+        return Value(kind=LIST, items=(element,))
+    if name in ("get", "pop", "setdefault"):
+        return element
+    return None
+
+
+def _held_optimizers(values, module: int) -> List[Value]:
+    """The optimizers on `module`'s parameters among `values` and the containers they are
+    (`{"G": Adam(g.parameters()), "D": Adam(d.parameters())}`), a bounded look."""
+    found, stack, budget = [], list(values), 256
+    while stack and budget:
+        value = stack.pop()
+        budget -= 1
+        if value.kind == OPTIMIZER:
+            if value.ident == module or module in value.aliases:
+                found.append(value)
+        else:
+            stack.extend(value.items)
+    return found
 
 
 def _parameters_owner(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:

@@ -34,7 +34,7 @@ class Heap:
         found = []
         for owner, name in self._holders.get(module, ()):
             value = self._fields.get(owner, {}).get(name)
-            if value is not None and value.kind == OPTIMIZER and value.ident == module:
+            if value is not None and value.kind == OPTIMIZER and (value.ident == module or module in value.aliases):
                 found.append(value)
         return found
 
@@ -81,6 +81,7 @@ class Heap:
         while stack and depth < 64:  # containers of containers: a bounded look
             current = stack.pop()
             depth += 1
-            if current.ident is not None:
-                self._holders.setdefault(current.ident, set()).add((owner, name))
+            for ident in (current.ident, *current.aliases):
+                if ident is not None:
+                    self._holders.setdefault(ident, set()).add((owner, name))
             stack.extend(current.items)

@@ -268,12 +268,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             then_env.path, else_env.path = (ACCELERATOR_PATH, HOST_PATH) if accelerated == 0 else (HOST_PATH, ACCELERATOR_PATH)
             if several:
                 then_env.path, accelerated = SEVERAL_PATH, BOTH_SIDES
-        interval = 1 if is_interval_test(node.test) else 0
-        self.interval_depth += interval
+        depth = self.interval_depth
+        self.interval_depth += 1 if is_interval_test(node.test) else 0
         try:
             then_env = self.exec_suite(node.body, then_env)
         finally:
-            self.interval_depth -= interval
+            self.interval_depth = depth
         if isinstance(node.orelse, cst.If):
             else_env = self.exec_if(node.orelse, else_env)
         elif isinstance(node.orelse, cst.Else):
@@ -455,14 +455,15 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if value.kind == BATCH:
             # Each unpacked tensor is its own root cause: it gets its own origin.
             self.program.same_batch(value.origin, target)
-            return Value(kind=TENSOR, device=value.device, origin=target, source=value.source,
+            return Value(kind=TENSOR, device=value.device, origin=target, source=value.source, stored=value.stored,
                          scalar=False if value.source else None)
         if value.kind == LIST and value.items:
             return value.items[0]
         if value.source in ("device-aware", SOURCE_OPAQUE) and value.kind == ANY:
             return value  # `model, loader = accelerator.prepare(model, loader)`
         if value.kind == TENSOR:  # `values, indices = torch.max(t, 1)`, `a, b = t.chunk(2)`
-            return Value(kind=TENSOR, device=value.device, origin=value.origin, via=value.via, source=value.source)
+            return Value(kind=TENSOR, device=value.device, origin=value.origin, via=value.via, source=value.source,
+                         stored=value.stored)
         return UNKNOWN_VALUE
 
     def element_of(self, iterable: Value, node: cst.BaseExpression, origin: cst.CSTNode, env: Optional[Env] = None) -> Value:

@@ -134,6 +134,9 @@ class Program:
         #: batch origin -> the DataLoader(...) it came from; loader -> (pin_memory, workers)
         self.batch_loaders: Dict[int, cst.CSTNode] = {}
         self.loader_options: Dict[int, tuple] = {}
+        #: argparse destination -> its literal default (`--workers`, `default=0`): what `args.workers`
+        #: is on a run without the flag, for options that are judged by their defaults
+        self.argument_defaults: Dict[str, object] = {}
         #: (kind, origin) pairs already reported by the hot-path and parallel rules
         self.hot_reported: Set[tuple] = set()
         #: calls of this file's functions interpreted in context, and the heap of objects they build
@@ -391,7 +394,7 @@ class Program:
         if _acts_as_module(info):
             instance = Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=info.name,
                              stateful=info.stateful)
-        elif info.is_module is False:
+        elif info.is_module is False or _is_record_class(info.node):  # (a NamedTuple is no module)
             instance = Value(kind=OBJECT, origin=node, ident=id(node), cls=info.name)
         else:
             return UNKNOWN_VALUE
@@ -691,7 +694,13 @@ class Program:
         return {name: value for name, value in bound.items() if name in names and _informative(value)}
 
     def arguments_it_may_move(self, callee: Value, args) -> list:
-        """The call's arguments that the function of this file may move (all, when unknown)."""
+        """The call's arguments that the function (or constructor) of this file may move (all,
+        when unknown). A dataclass or NamedTuple with a generated `__init__` only stores them."""
+        if callee.kind == CLASS:
+            cls = self.classes.get(callee.cls)
+            if cls is not None and _is_record_class(cls.node) and not _has_own_methods(cls.node, _RECORD_HOOKS):
+                return []
+            return list(args)
         info = self.functions.get(id(callee.origin))
         if info is None or isinstance(info.node.params.star_arg, cst.Param) or info.node.params.star_kwarg is not None:
             return list(args)
@@ -814,6 +823,14 @@ def _registers_parts(info: FunctionInfo, owner: "ClassInfo") -> bool:
                 and receiver.startswith("self.") and getattr(owner.attrs.get(receiver), "kind", None) == MODULE:
             return True
     return False
+
+
+#: methods through which a record class's construction runs code of its own
+_RECORD_HOOKS = frozenset({"__init__", "__post_init__", "__new__"})
+
+
+def _has_own_methods(node: cst.ClassDef, names) -> bool:
+    return any(isinstance(item, cst.FunctionDef) and item.name.value in names for item in node.body.body)
 
 
 def _is_record_class(node: cst.ClassDef) -> bool:

@@ -564,6 +564,14 @@ def returns_batch_encoding(callee: str, keywords) -> bool:
     return bool(BATCH_ENCODING_KEYWORDS & set(keywords)) or bool(_BATCH_ENCODING_CALLEE.search(callee))
 
 
+def argument_destination(flags) -> str:
+    """Where argparse stores an option: `--num-workers` -> `num_workers` (the first long flag)."""
+    for flag in flags:
+        if flag.startswith("--") and len(flag) > 2:
+            return flag[2:].replace("-", "_")
+    return ""
+
+
 def loader_option(keyword_value: Optional[object]) -> Optional[bool]:
     """A literal `pin_memory=`/`num_workers=` value as a yes/no; None when not literal."""
     if keyword_value is None:
