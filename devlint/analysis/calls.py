@@ -488,7 +488,7 @@ class CallEvaluator:
             return replace(args[0].value, kind=TENSOR, origin=node)  # `torch.as_tensor(t)` stays where t is
         data = args[0].value if args and args[0].keyword is None else UNKNOWN_VALUE
         # host data of this step (not a batch the loader made: that one is reported as preprocessing)
-        host_copy = (name in api.COPYING_FACTORIES and not given and data.kind == HOST
+        host_copy = (name in api.COPYING_FACTORIES and not given and _host_data(data)
                      and data.source != SOURCE_LOADER and data.literal is None)
         if name in api.SCALAR_FACTORIES:
             data = args[0].node.value if args else None
@@ -602,7 +602,8 @@ class CallEvaluator:
                 if self.first_time("optimizer", value, node):
                     # (an optimizer a helper method built is reported at the call of that helper)
                     self.program.facts.optimizers_before_move.append(OptimizerBeforeMove(
-                        state_at or value.via or value.origin, value.cls or "optimizer", node, state_at is not None))
+                        state_at or value.via or value.origin, value.cls or "optimizer", node, state_at is not None,
+                        of_several=value.ident is None))
 
     def literal_option(self, args: List[Arg], keyword: str) -> Optional[bool]:
         arg = next((a for a in args if a.keyword == keyword), None)
@@ -1155,6 +1156,13 @@ def _first_literal_id(expr: cst.BaseExpression, value: Value) -> Optional[int]:
         first = literal_of(value.items[0])
         return first if isinstance(first, int) and not isinstance(first, bool) else None
     return None
+
+
+def _host_data(value: Value) -> bool:
+    """Numbers or arrays on the host: a numpy array, or a Python list or tuple of host values."""
+    if value.kind in (LIST, TUPLE) and value.items:
+        return all(item.kind == HOST for item in value.items)
+    return value.kind == HOST
 
 
 def _dict_view(element: Value, name: str) -> Optional[Value]:

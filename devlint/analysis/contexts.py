@@ -111,8 +111,9 @@ class ContextRunner:
         counts = fact_counts(program.facts)
         final = interp.exec_block(info.node.body.body, env)
         interp.settle_cuda_calls(final)
-        if not site.from_module_level:  # (`main()` under `if __name__ == "__main__":` is no condition)
-            note_callers(program.facts, counts, f"{owner.name}.{info.name}" if owner is not None else info.name, site.node)
+        # (`main()` under `if __name__ == "__main__":` is no condition, only the end of a longer chain)
+        note_callers(program.facts, counts, f"{owner.name}.{info.name}" if owner is not None else info.name, site.node,
+                     outer_only=site.from_module_level)
         if interp.yields:  # a generator: iterating it gives what it yields
             result = Value(kind=LIST, items=(join_all(interp.yields),), cls="generator")
         elif interp.returns:

@@ -83,6 +83,9 @@ class OptimizerBeforeMove:
     optimizer: str          # the optimizer's class, for messages
     move: cst.CSTNode       # where the model moves afterwards
     state: bool             # state exists on the CPU (loaded, or an eager-state optimizer)
+    #: built on one of several modules (`{k: Adam(n.parameters()) for k, n in nets.items()}`):
+    #: moving this one module up would not fix the others
+    of_several: bool = False
 
 
 @dataclass(frozen=True)
@@ -236,11 +239,16 @@ def fact_counts(facts: FileFacts) -> Dict[str, int]:
     return {name: len(getattr(facts, name)) for name in CALLER_DEPENDENT}
 
 
-def note_callers(facts: FileFacts, since: Dict[str, int], callee: str, call: cst.CSTNode) -> None:
-    """The facts recorded since `since` were found while `callee` ran for `call`."""
+def note_callers(facts: FileFacts, since: Dict[str, int], callee: str, call: cst.CSTNode,
+                 outer_only: bool = False) -> None:
+    """The facts recorded since `since` were found while `callee` ran for `call`. With `outer_only`
+    (a call from the module's own code, which is no condition), only facts that already depend on
+    a call deeper down get this one as the outer end of their chain."""
     for name, count in since.items():
         for fact in getattr(facts, name)[count:]:
-            facts.callers[id(fact)] = facts.callers.get(id(fact), ()) + ((callee, call),)
+            known = facts.callers.get(id(fact), ())
+            if known or not outer_only:
+                facts.callers[id(fact)] = known + ((callee, call),)
 
 
 def caller_chains(facts: FileFacts) -> Dict[int, Tuple[Tuple[str, cst.CSTNode], ...]]:

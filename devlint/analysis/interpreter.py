@@ -544,7 +544,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def truth_test(self, value: Value) -> Value:
         """`value` decides a branch: an availability function that was never called is always true."""
-        if value.cls.startswith(_UNCALLED) and value.origin is not None and self.recording:
+        # (always true wherever it runs, so a run that records nothing else, such as a class body's,
+        # still records this one, once)
+        if value.cls.startswith(_UNCALLED) and value.origin is not None and self.program.first_report(value.origin):
             self.program.facts.misuses.append(ApiMisuse(value.origin, AVAILABILITY_NOT_CALLED, value.cls[len(_UNCALLED):]))
         return value
 

@@ -245,6 +245,14 @@ class Program:
         self.functions[id(node)] = FunctionInfo(node, None, [env] + scope.outer)
         return Value(kind=FUNCTION, cls=node.name.value, origin=node)
 
+    def first_report(self, node: cst.CSTNode) -> bool:
+        """True the first time a context-free fact is noted at `node`, whichever run meets it."""
+        key = ("context-free", id(node))
+        if key in self.hot_reported:
+            return False
+        self.hot_reported.add(key)
+        return True
+
     def declare_class(self, node: cst.ClassDef, scope: Scope, env: Env) -> Value:
         if node.name.value.endswith(api.CONFIG_CLASS_SUFFIXES):
             self._note_config_defaults(node)

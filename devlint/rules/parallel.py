@@ -158,6 +158,8 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 def _move_first_fix(fact: OptimizerOrder, context: RuleContext) -> Optional[Fix]:
     """Move the model's `.to()` statement above the optimizer (unsafe: code in between now sees
     the model on the device)."""
+    if fact.of_several:
+        return None
     reordered = reorder_move(context, fact.move, fact.node, before=True)
     if reordered is None:
         return None
