@@ -20,7 +20,7 @@ from .facts import (
 )
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
-    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TYPE_NAME,
+    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TYPE_NAME, SOURCE_CURRENT_DEVICE,
     SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
     HOST_PATH, OWN_FORWARD_MOVES, SYMBOLIC,
     TENSOR, TOKENIZER,
@@ -211,6 +211,8 @@ class CallEvaluator:
         if value.kind == HOST:
             if value.literal == (None,):  # `device=None` (a default left alone): the default device
                 return env.default_device
+            if value.source == SOURCE_CURRENT_DEVICE:  # `.to(torch.cuda.current_device())`
+                return Device(CUDA)
             if isinstance(literal_of(value), int) and not isinstance(literal_of(value), bool):
                 return Device(CUDA, literal_of(value))  # `gpu=0` bound by the call
             if api.is_device_name(last_identifier(expr)):
@@ -301,7 +303,7 @@ class CallEvaluator:
             if not env.guarded:
                 self.record_misuse(node, UNGUARDED_CUDA_API, qualname)
                 self.unguarded_cuda_calls.append(node)
-            return Value(kind=HOST)
+            return Value(kind=HOST, source=SOURCE_CURRENT_DEVICE if qualname in api.CURRENT_DEVICE_CALLS else "")
         if qualname in api.PROCESS_GROUP_INIT:
             self.note_process_group(node, args)
             return Value(kind=HOST)
@@ -469,7 +471,9 @@ class CallEvaluator:
             constant = literal_of(positional[1].value)
             if index is None and isinstance(constant, int) and not isinstance(constant, bool):
                 index = constant  # `torch.device("cuda", self.main_gpu)`, a known constant
-            device = replace(device, index=index, key="" if index is not None else PER_RANK)  # ("cuda", local_rank)
+            # ("cuda", local_rank) is each process's own GPU; ("cuda", current_device()) is whichever is current
+            per_rank = index is None and positional[1].value.source != SOURCE_CURRENT_DEVICE
+            device = replace(device, index=index, key=PER_RANK if per_rank else "")
         if device.root is not None:  # `torch.device("cuda")` as a whole is the request
             device = replace(device, root=node)
         return Value(kind=DEVICE, device=device, origin=node)

@@ -87,7 +87,7 @@ def join_devices(a: Device, b: Device, availability_split: bool = False) -> Devi
     if availability_split and {a.is_cpu, b.is_cpu} == {True, False} and (a.is_accelerator or b.is_accelerator):
         accelerator = b if a.is_cpu else a
         # `"cuda:1" if ... else "cpu"` is GPU 1 where there is one
-        return Device(SELECTED, index=accelerator.index, key=accelerator.key)
+        return Device(SELECTED, index=accelerator.index, key=accelerator.key, root=accelerator.root)
     if a.is_accelerator and b.is_accelerator:
         if a.kind == b.kind:
             return Device(a.kind)  # same accelerator, indices differ
@@ -167,6 +167,9 @@ OWN_FORWARD_MOVES = "its forward"
 STEP_SAMPLE = "step-sample"
 #: `t.type()`: the name of t's tensor type, which carries t's device (`x.type(t.type())` moves x there)
 SOURCE_TYPE_NAME = "type-name"
+#: `torch.cuda.current_device()`: the index of whichever GPU is current, which is GPU 0 in every
+#: process until `torch.cuda.set_device` says otherwise (not a per-rank index)
+SOURCE_CURRENT_DEVICE = "current-device"
 
 
 @dataclass(frozen=True)
@@ -274,7 +277,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     return Value(
         kind=a.kind,
         device=device,
-        origin=b.origin if b.device == device and a.device != device else a.origin,
+        origin=_joined_origin(a, b, device),
         source=a.source if a.source == b.source else _mixed(a, b, device),
         ident=a.ident if a.ident == b.ident else None,
         cls=a.cls if a.cls == b.cls else "",
@@ -311,6 +314,14 @@ def surely_not_none(value: Value) -> bool:
     """Was this value seen made (not a parameter we know nothing of, not None on some path)?"""
     return value.kind in _OBJECT_KINDS and not value.nullable and value.origin is not None \
         and not isinstance(value.origin, cst.Param)
+
+
+def _joined_origin(a: Value, b: Value, device: Device) -> Optional[cst.CSTNode]:
+    """Where the joined value got its device: the side that has it, and for the device an
+    availability test selects, the accelerator's side (the request a GPU machine runs)."""
+    if device.kind == SELECTED and a.device.is_cpu != b.device.is_cpu:
+        return b.origin if a.device.is_cpu else a.origin
+    return b.origin if b.device == device and a.device != device else a.origin
 
 
 def _joined_aliases(a: Value, b: Value) -> Tuple[int, ...]:

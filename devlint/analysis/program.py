@@ -415,8 +415,12 @@ class Program:
                 # `self.to(cfg.device)` in `__init__`: the new object is built where it moved
                 instance = moved_copy(instance, ident, moved, weak)
         elif init is None and _is_record_class(info.node):
-            # a dataclass or NamedTuple: its generated `__init__` stores each argument in its field
+            # a dataclass or NamedTuple: its generated `__init__` stores each argument in its field,
+            # then calls `__post_init__`
             self.contexts.heap.allocate(id(node), _record_fields(info.node, args))
+            post_init = info.methods.get("__post_init__")
+            if post_init is not None and caller is not None:
+                self._invoke(post_init, instance, node, [], caller, env)
         if not self.contexts.heap.fields(id(node)):
             self.contexts.heap.allocate(id(node), {key[len("self."):]: value for key, value in info.attrs.items()})
         elif instance.kind == MODULE and instance == built:  # (not moved by its own `__init__`)
