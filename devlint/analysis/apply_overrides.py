@@ -13,31 +13,18 @@ from typing import FrozenSet, Set
 
 import libcst as cst
 
+from .names import walk
+
 _APPLY = "_apply"
-
-
-class _AssignedInApply(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.depth = 0
-        self.names: Set[str] = set()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if node.name.value == _APPLY:
-            self.depth += 1
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        if original_node.name.value == _APPLY:
-            self.depth -= 1
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        if self.depth and isinstance(node.target, cst.Attribute):
-            self.names.add(node.target.attr.value)
 
 
 def attributes_applied(module: cst.Module, source: str) -> FrozenSet[str]:
     """Names of attributes some `_apply` override of this file assigns (`m.stride = fn(m.stride)`)."""
     if _APPLY not in source:  # (most files: no walk)
         return frozenset()
-    visitor = _AssignedInApply()
-    module.visit(visitor)
-    return frozenset(visitor.names)
+    names: Set[str] = set()
+    for function in walk(module):
+        if isinstance(function, cst.FunctionDef) and function.name.value == _APPLY:
+            names.update(node.target.attr.value for node in walk(function.body)
+                         if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Attribute))
+    return frozenset(names)

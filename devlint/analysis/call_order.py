@@ -11,9 +11,11 @@ ties and cycles keep source order.
 from __future__ import annotations
 
 import heapq
-from typing import Callable, Dict, Iterable, List, Sequence, Set, TypeVar
+from typing import Callable, Dict, Iterable, List, Sequence, Set, Tuple, TypeVar
 
 import libcst as cst
+
+from .names import child_nodes, walk
 
 T = TypeVar("T")
 #: A name that many functions share (`forward` in every class of a large file) orders nothing:
@@ -24,25 +26,18 @@ MAX_SAME_NAME = 8
 def calls_by_function(module: cst.Module) -> Dict[int, List[cst.Call]]:
     """`id(function) -> the calls in its body` (nested functions' calls too: they may run), in one
     pass over the module."""
-    collector = _CallCollector()
-    module.visit(collector)
-    return collector.calls
-
-
-class _CallCollector(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.calls: Dict[int, List[cst.Call]] = {}
-        self.open: List[List[cst.Call]] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.open.append(self.calls.setdefault(id(node), []))
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.open.pop()
-
-    def visit_Call(self, node: cst.Call) -> None:
-        for calls in self.open:
-            calls.append(node)
+    calls: Dict[int, List[cst.Call]] = {}
+    stack: List[Tuple[cst.CSTNode, Tuple[List[cst.Call], ...]]] = [(module, ())]
+    while stack:
+        node, open_lists = stack.pop()
+        kind = type(node)
+        if kind is cst.Call:
+            for found in open_lists:
+                found.append(node)
+        elif kind is cst.FunctionDef:
+            open_lists = open_lists + (calls.setdefault(id(node), []),)
+        stack.extend((child, open_lists) for child in child_nodes(node))
+    return calls
 
 
 def callers_first(items: Sequence[T], node_of: Callable[[T], cst.FunctionDef],
@@ -97,9 +92,4 @@ def callers_first(items: Sequence[T], node_of: Callable[[T], cst.FunctionDef],
 
 def calls_in(node: cst.CSTNode):
     """Every call in a function body (nested functions included: they may run too)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Call):
-            yield current
-        stack.extend(current.children)
+    return (current for current in walk(node) if type(current) is cst.Call)

@@ -15,7 +15,7 @@ import libcst as cst
 from . import torch_api as api
 from .facts import UnguardedAccelerator, VisibleDevicesTooLate
 from .lattice import ANY, CUDA, DEVICE, REF, SELECTED, SYMBOLIC, UNGUARDED, Device, Value
-from .names import dotted_name, last_identifier, string_value, sub_expressions
+from .names import child_nodes, dotted_name, last_identifier, string_value, sub_expressions, walk
 from .project import PROJECT_SOURCE
 
 #: The key of a CUDA device whose index is computed (`f"cuda:{local_rank}"`): each process picks its own.
@@ -218,7 +218,7 @@ def _parents(module: cst.Module) -> Dict[int, cst.CSTNode]:
         stack: List[cst.CSTNode] = [module]
         while stack:
             current = stack.pop()
-            for child in current.children:
+            for child in child_nodes(current):
                 parents[id(child)] = current
                 stack.append(child)
         _PARENTS[0], _PARENTS[1] = module, parents
@@ -276,14 +276,10 @@ def _tests_accelerator_state(test: cst.BaseExpression) -> bool:
 
 
 def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Call):
-            yield current
-        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and current is not node:
-            continue  # their own scopes
-        stack.extend(current.children)
+    # (nested functions, classes and lambdas are their own scopes)
+    scopes = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+    return (current for current in walk(node, into=lambda inner: not isinstance(inner, scopes))
+            if isinstance(current, cst.Call))
 
 
 def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
@@ -330,7 +326,7 @@ def _binds(statement: cst.CSTNode, name: str) -> bool:
             target = getattr(current, "target", None) or getattr(current, "asname", None)
             if target is not None and any(isinstance(n, cst.Name) and n.value == name for n in _target_names(target)):
                 return True
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))
     return False
 
 
@@ -340,7 +336,7 @@ def _target_names(target: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = stack.pop()
         yield current
         if isinstance(current, (cst.Tuple, cst.List, cst.AsName, cst.Element, cst.StarredElement)):
-            stack.extend(current.children)
+            stack.extend(child_nodes(current))
 
 
 def _last_binding(module: cst.Module, node: cst.CSTNode, name: str) -> Optional[cst.BaseExpression]:

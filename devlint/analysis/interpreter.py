@@ -26,7 +26,7 @@ from .lattice import (
 )
 from .hot_path import is_interval_test
 from .project import absolute_import
-from .names import dotted_name, integer_value, last_identifier, string_value, sub_expressions
+from .names import child_nodes, dotted_name, integer_value, last_identifier, string_value, sub_expressions
 
 if TYPE_CHECKING:  # pragma: no cover
     from .program import ClassInfo, Program
@@ -513,7 +513,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def eval_children(self, node: cst.CSTNode, env: Env) -> None:
         """Evaluate sub-expressions for their facts; the value is unknown."""
-        for child in node.children:
+        for child in child_nodes(node):
             if isinstance(child, cst.BaseExpression):
                 self.eval(child, env)
             elif isinstance(child, (cst.Arg, cst.Element, cst.DictElement, cst.StarredDictElement,

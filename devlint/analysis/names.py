@@ -1,9 +1,62 @@
 """Small helpers over libcst expressions: dotted names and identifiers."""
 from __future__ import annotations
 
-from typing import Optional
+import dataclasses
+from typing import Dict, Iterator, Optional, Tuple
 
 import libcst as cst
+
+#: Fields that hold only whitespace, comments and punctuation: no walk needs to enter them.
+_LAYOUT_FIELDS = frozenset({
+    "lpar", "rpar", "comma", "semicolon", "dot", "colon", "equal", "leading_lines", "lines_after_decorators",
+    "header", "footer", "newline", "trailing_whitespace", "first_line", "empty_lines", "default_comma",
+    "default_comma_after", "star_tok", "lbracket", "rbracket", "lbrace", "rbrace", "operator",
+})
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _child_fields(node_type: type) -> Tuple[str, ...]:
+    names = _CHILD_FIELDS.get(node_type)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(node_type)
+                      if f.name not in _LAYOUT_FIELDS and not f.name.startswith("whitespace"))
+        _CHILD_FIELDS[node_type] = names
+    return names
+
+
+_IS_NODE: Dict[type, bool] = {}
+
+
+def _is_node(value: object) -> bool:
+    # (`isinstance` against libcst's abstract base classes is slow; a type's answer never changes)
+    kind = type(value)
+    known = _IS_NODE.get(kind)
+    if known is None:
+        known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return known
+
+
+def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The node's syntactic children, layout left out: much cheaper than libcst's `children`,
+    which builds them through a visitor."""
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        if type(value) in (list, tuple):
+            for item in value:
+                if _is_node(item):
+                    yield item
+        elif _is_node(value):
+            yield value
+
+
+def walk(node: cst.CSTNode, into=lambda node: True) -> Iterator[cst.CSTNode]:
+    """Every node under `node` (itself first), not entering those `into` refuses."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if current is node or into(current):
+            stack.extend(child_nodes(current))
 
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
@@ -84,5 +137,5 @@ def sub_expressions(node: cst.CSTNode):
         elif isinstance(current, cst.Subscript):
             stack.append(current.value)
         else:
-            stack.extend(child for child in current.children if isinstance(child, cst.BaseExpression)
+            stack.extend(child for child in child_nodes(current) if isinstance(child, cst.BaseExpression)
                          or isinstance(child, (cst.Arg, cst.Element, cst.FormattedStringExpression)))
