@@ -90,6 +90,10 @@ def last_identifier(node: cst.BaseExpression) -> str:
 def string_value(node: cst.BaseExpression) -> Optional[str]:
     """The value of a plain string literal, else None."""
     if isinstance(node, cst.SimpleString):
+        text = node.value
+        if text[0] in "\"'" and "\\" not in text:  # (most literals: no escapes, no prefix, no parse)
+            quote = text[:3] if text[:3] in ('"""', "'''") else text[0]
+            return text[len(quote):-len(quote)]
         try:
             value = node.evaluated_value
         except Exception:  # noqa: BLE001 - odd literals are simply not strings we know

@@ -32,7 +32,7 @@ from .lattice import (
     ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
     SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, join_paths, symbolic,
 )
-from .names import dotted_name, string_value, sub_expressions
+from .names import dotted_name, last_identifier, string_value, sub_expressions, walk
 from .project import PROJECT_SOURCE, ProjectPlace
 
 MANUAL_REGISTRATION = frozenset({"add_module", "register_module"})
@@ -185,7 +185,7 @@ class Program:
             return False
         found = self._cpu_paths.get(id(function))
         if found is None:
-            found = self._cpu_paths[id(function)] = bool(api.CPU_PATH_TEXT.search(self.module.code_for_node(function)))
+            found = self._cpu_paths[id(function)] = any(_offers_cpu_path(node) for node in walk(function))
         return found
 
     @property
@@ -834,6 +834,23 @@ def _registers_parts(info: FunctionInfo, owner: "ClassInfo") -> bool:
         if func.attr.value in ("append", "extend", "insert") and receiver is not None and receiver.count(".") == 1 \
                 and receiver.startswith("self.") and getattr(owner.attrs.get(receiver), "kind", None) == MODULE:
             return True
+    return False
+
+
+def _offers_cpu_path(node: cst.CSTNode) -> bool:
+    """The syntax `api.CPU_PATH_TEXT` looks for in text: an availability or device-count call, a
+    "cpu" literal, a test of `.type` or `.is_cuda`, `torch.accelerator`."""
+    kind = type(node)
+    if kind is cst.Call:
+        return last_identifier(node.func) in api.CPU_PATH_CALLS
+    if kind is cst.SimpleString:
+        return string_value(node) == "cpu"
+    if kind is cst.Attribute:
+        return node.attr.value == "is_cuda" or dotted_name(node) == "torch.accelerator"
+    if kind is cst.Comparison:
+        return any(isinstance(target.operator, (cst.Equal, cst.NotEqual)) for target in node.comparisons) and any(
+            isinstance(side, cst.Attribute) and side.attr.value == "type"
+            for side in [node.left] + [target.comparator for target in node.comparisons])
     return False
 
 

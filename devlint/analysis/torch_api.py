@@ -517,6 +517,8 @@ CUDA_ONLY_LIBRARIES = (
 #: Text that shows a file means to run without CUDA too: an availability check, a CPU device,
 #: a test of a tensor's or device's type.
 CPU_PATH_TEXT = re.compile(r"""is_available\(|["']cpu["']|\.type\s*[!=]=|\.is_cuda\b|torch\.accelerator|device_count\(""")
+#: The calls among them, as the syntax walk sees them.
+CPU_PATH_CALLS = frozenset({"is_available", "device_count"})
 #: CUDA objects whose only purpose is CUDA work (timing events, streams, graphs): a helper that
 #: builds them is CUDA-only by nature, and whoever calls it decides whether CUDA is there.
 CUDA_BY_NATURE_OBJECTS = frozenset("torch.cuda." + name for name in ("Event", "Stream", "CUDAGraph", "graph"))
