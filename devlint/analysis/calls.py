@@ -546,8 +546,9 @@ class CallEvaluator:
             if inner.kind == MODULE and inner.device.is_accelerator and is_move_call(inner.origin) and self.recording:
                 facts.moves_before_wrap.append(MoveBeforeWrap(node, inner.origin))
         else:
+            # (the wrap is no evidence of where ranks pick their GPU: that is done where the process
+            # group starts, which for a file that only wraps is elsewhere, with its set_device)
             wrapper = "DistributedDataParallel" if has_ids else ""
-            facts.distributed.setup = facts.distributed.setup or node
             facts.distributed.requires_accelerator |= has_ids
             if has_ids and inner.kind == MODULE and inner.device.is_cpu and module and self.first_time("parallel", inner, node):
                 facts.parallel_on_cpu.append(ParallelOnCpu(node, module, "DistributedDataParallel"))
@@ -591,6 +592,7 @@ class CallEvaluator:
         if module.kind != MODULE or module.ident is None:
             return Value(kind=OPTIMIZER, origin=node, cls=name)
         eager = name in api.EAGER_STATE_OPTIMIZERS and module.device.is_cpu
+        self.program.contexts.heap.note_optimizer(node, module.ident)
         return Value(kind=OPTIMIZER, origin=node, cls=name, ident=module.ident, device=module.device,
                      state_at=node if eager else None)
 
@@ -601,13 +603,15 @@ class CallEvaluator:
         heap = self.program.contexts.heap
         loaded = heap.optimizer_state
         for value in _held_optimizers(env.values.values(), receiver.ident) + heap.optimizers_of(receiver.ident):
-            if value.device.is_cpu:
+            if value.device.is_cpu and heap.built_on_current(value, receiver.ident):
                 state_at = value.state_at or (loaded.get(id(value.origin)) if value.origin is not None else None)
                 if self.first_time("optimizer", value, node):
                     # (an optimizer a helper method built is reported at the call of that helper)
-                    self.program.facts.optimizers_before_move.append(OptimizerBeforeMove(
-                        state_at or value.via or value.origin, value.cls or "optimizer", node, state_at is not None,
-                        of_several=value.ident is None))
+                    fact = OptimizerBeforeMove(state_at or value.via or value.origin, value.cls or "optimizer", node,
+                                               state_at is not None, of_several=value.ident is None)
+                    self.program.facts.optimizers_before_move.append(fact)
+                    if value.origin is not None:
+                        self.optimizers_left_behind.setdefault(id(value.origin), []).append(fact)
 
     def literal_option(self, args: List[Arg], keyword: str) -> Optional[bool]:
         arg = next((a for a in args if a.keyword == keyword), None)
@@ -784,6 +788,12 @@ class CallEvaluator:
             # `if (i + 1) % accumulation == 0: optimizer.step()` is the update step, not a logging
             # interval: what follows it in that branch runs every update
             self.interval_depth = 0
+        elif name == "load_state_dict" and receiver.origin is not None and id(receiver.origin) in self.optimizers_left_behind:
+            # accelerate's `prepare()`: the model moved, then the optimizer reloads its own state,
+            # which lands on the parameters' new device
+            stale = self.optimizers_left_behind.pop(id(receiver.origin))
+            facts = self.program.facts.optimizers_before_move
+            facts[:] = [fact for fact in facts if not any(fact is old for old in stale)]
         elif name == "load_state_dict" and receiver.kind == OPTIMIZER and receiver.device.is_cpu:
             key = dotted_name(receiver_node)
             if key is not None:  # the loaded state lands where the parameters are now: the CPU

@@ -5,7 +5,7 @@ from typing import Dict, Iterable, Optional
 
 from dataclasses import replace
 
-from .lattice import CPU, LIST, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_values
+from .lattice import CPU, LIST, OPTIMIZER, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_values
 
 
 class Env:
@@ -76,7 +76,7 @@ class Env:
 def moved_copy(value: Value, ident: int, moved: Value, weak: bool = False) -> Value:
     """`value` with the object `ident` (itself or an item) moved where `moved` is; `value` itself
     when it does not hold that object."""
-    if value.ident == ident:
+    if value.ident == ident and value.kind != OPTIMIZER:  # (an optimizer stays where its module was when built)
         after = value.with_device(moved.device, moved.origin)
         return join_values(value, after) if weak else after
     if value.items and value.kind in (LIST, TUPLE):

@@ -103,7 +103,7 @@ class MoveBeforeWrap:
 @dataclass
 class DistributedEvidence:
     """File-wide evidence for DEV205: does every rank pick its own GPU?"""
-    setup: Optional[cst.CSTNode] = None         # DDP construction or init_process_group
+    setup: Optional[cst.CSTNode] = None         # init_process_group (here or in a project helper)
     requires_accelerator: bool = False          # NCCL, or DDP with device_ids
     set_device: bool = False                    # torch.cuda.set_device(...): plain "cuda" is this rank's GPU
     shared_placements: List[cst.CSTNode] = field(default_factory=list)  # placements on "cuda" with no index

@@ -16,7 +16,7 @@ from .lattice import OPTIMIZER, Value, join_values
 
 
 class Heap:
-    __slots__ = ("_fields", "_holders", "optimizer_state")
+    __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on")
 
     def __init__(self) -> None:
         self._fields: Dict[int, Dict[str, Value]] = {}
@@ -26,6 +26,23 @@ class Heap:
         #: optimizer (by the node that built it) -> where CPU state was created or loaded into it,
         #: through whichever alias (`self.opt.load_state_dict(...)` in a helper object)
         self.optimizer_state: Dict[int, object] = {}
+        #: allocation site -> how many objects it has made so far; optimizer (by the node that built
+        #: it) -> the generation of the module it was built on. A site run again (a second
+        #: `Trainer(...)`) makes a new object: the first one's optimizer is not the new one's.
+        self._generation: Dict[int, int] = {}
+        self._built_on: Dict[int, Tuple[int, int]] = {}
+
+    def renew(self, ident: int) -> None:
+        """The site `ident` made a new object."""
+        self._generation[ident] = self._generation.get(ident, 0) + 1
+
+    def note_optimizer(self, node: object, module: int) -> None:
+        self._built_on[id(node)] = (module, self._generation.get(module, 0))
+
+    def built_on_current(self, optimizer: Value, module: int) -> bool:
+        """Was `optimizer` built on the object the site `module` made last (not an earlier one)?"""
+        built = self._built_on.get(id(optimizer.origin)) if optimizer.origin is not None else None
+        return built is None or built[0] != module or built[1] == self._generation.get(module, 0)
 
     def optimizers_of(self, module: int) -> List[Value]:
         """The optimizers some object's field holds that were built on `module`'s parameters

@@ -139,6 +139,7 @@ class HotPathTracker:
             frame.encloses_steps = True
 
     def note_created(self, ident: int) -> None:
+        self.program.contexts.heap.renew(ident)
         for frame in self.frames:
             frame.created.add(ident)
 

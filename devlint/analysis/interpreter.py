@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -88,6 +88,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.cuda_initialised = None     # the first statement that started CUDA
         self.chosen_device = ""          # a device variable this scope placed things on
         self.unguarded_cuda_calls: List[cst.CSTNode] = []  # settled when the scope is done
+        #: optimizer (by the node that built it) -> its DEV203/DEV204 facts this run recorded at a
+        #: move: a `load_state_dict` after the move puts the state where the parameters are now
+        self.optimizers_left_behind: Dict[int, list] = {}
         self.parameter_names = scope.parameters
         if hot:  # a function called from a hot loop runs every step too
             self.enter_hot_function(trains=hot == TRAINING)
@@ -269,7 +272,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if several:
                 then_env.path, accelerated = SEVERAL_PATH, BOTH_SIDES
         depth = self.interval_depth
-        self.interval_depth += 1 if is_interval_test(node.test) else 0
+        self.interval_depth += 1 if is_interval_test(node.test) or self.asks_interval(node.test) else 0
         try:
             then_env = self.exec_suite(node.body, then_env)
         finally:
@@ -541,6 +544,13 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             # is always true), not where it is used as an object (`hasattr(torch.cuda.device_count, ...)`)
             return Value(kind=HOST, source="availability", cls=_UNCALLED + value.cls, origin=node)
         return value
+
+    def asks_interval(self, test: cst.BaseExpression) -> bool:
+        """`if engine.is_gradient_accumulation_boundary():`, a function of this file that answers
+        an interval test."""
+        predicates = self.program.interval_predicates
+        return bool(predicates) and any(
+            isinstance(node, cst.Call) and last_identifier(node.func) in predicates for node in sub_expressions(test))
 
     def truth_test(self, value: Value) -> Value:
         """`value` decides a branch: an availability function that was never called is always true."""

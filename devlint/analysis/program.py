@@ -24,6 +24,7 @@ from .env import Env, moved_copy
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState, caller_chains
 from .apply_overrides import attributes_applied
 from .call_order import callers_first, calls_by_function, calls_in
+from .hot_path import is_interval_test
 from .calls import caller_arg, is_move_call
 from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
@@ -125,6 +126,7 @@ class Program:
         self.facts.requirements.runs_without_cuda = self._text_offers_cpu_path
         self.module_env = Env()
         self.functions: Dict[int, FunctionInfo] = {}
+        self._interval_predicates: Optional[Tuple[Tuple[int, int], frozenset]] = None
         self.classes: Dict[str, ClassInfo] = {}
         self.class_order: List[ClassInfo] = []
         #: (class, attribute) pairs that a method moves by hand (`self.pe.to(x.device)`)
@@ -244,6 +246,18 @@ class Program:
     def declare_function(self, node: cst.FunctionDef, scope: Scope, env: Env) -> Value:
         self.functions[id(node)] = FunctionInfo(node, None, [env] + scope.outer)
         return Value(kind=FUNCTION, cls=node.name.value, origin=node)
+
+    @property
+    def interval_predicates(self) -> frozenset:
+        """Names of this file's functions that only answer an interval test
+        (`def is_gradient_accumulation_boundary(self): return (self.step + 1) % self.n == 0`)."""
+        seen = (len(self.functions), len(self.classes))  # (declared as the module's code runs)
+        if self._interval_predicates is None or self._interval_predicates[0] != seen:
+            functions = list(self.functions.values()) + [
+                method for cls in self.classes.values() for method in cls.methods.values()]
+            self._interval_predicates = (seen, frozenset(
+                info.name for info in functions if _answers_interval_test(info.node)))
+        return self._interval_predicates[1]
 
     def first_report(self, node: cst.CSTNode) -> bool:
         """True the first time a context-free fact is noted at `node`, whichever run meets it."""
@@ -835,6 +849,16 @@ def _registers_parts(info: FunctionInfo, owner: "ClassInfo") -> bool:
                 and receiver.startswith("self.") and getattr(owner.attrs.get(receiver), "kind", None) == MODULE:
             return True
     return False
+
+
+def _answers_interval_test(function: cst.FunctionDef) -> bool:
+    body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+    statements = [line for line in body if not (isinstance(line, cst.SimpleStatementLine) and
+                                                 isinstance(line.body[0], cst.Expr))]  # (a docstring)
+    if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine):
+        return False
+    statement = statements[0].body[0]
+    return isinstance(statement, cst.Return) and statement.value is not None and is_interval_test(statement.value)
 
 
 def _offers_cpu_path(node: cst.CSTNode) -> bool:
