@@ -93,7 +93,8 @@ class ContextRunner:
         program = self.program
         owner = info.owner
         params = [p.name.value for p in info.parameters()]
-        scope = Scope(owner, info.name, info.outer, frozenset(params), info.node)
+        scope = Scope(owner, info.name, info.outer, frozenset(params), info.node,
+                      site.building or program.builds_parts(info))
         # Heat comes from the caller: a step function called once from cold code is not a training step.
         interp = Interpreter(program, scope, site.heat)
         interp.silent = 0 if site.recording else 1

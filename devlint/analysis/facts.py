@@ -58,6 +58,7 @@ class UnregisteredState:
     value: Value
     what: str               # "tensor", "list", "dict"
     container_origin: cst.CSTNode = None  # where a plain list/dict was created
+    parameters: bool = False  # the list/dict holds nn.Parameters (nn.ParameterList/ParameterDict)
 
 
 # --- parallel (DEV2xx) --------------------------------------------------------

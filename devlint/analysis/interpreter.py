@@ -55,16 +55,18 @@ class Scope:
     """Where the interpreter runs: module level, a function, or a method."""
 
     def __init__(self, owner: Optional["ClassInfo"] = None, method: str = "", outer: Sequence[Env] = (),
-                 parameters: frozenset = frozenset(), node: Optional[cst.FunctionDef] = None) -> None:
+                 parameters: frozenset = frozenset(), node: Optional[cst.FunctionDef] = None,
+                 builds: bool = False) -> None:
         self.owner = owner
         self.method = method
+        self.builds = builds  # a builder method (`self._create_parameters()` from `__init__`)
         self.node = node  # the function, when it is one
         self.outer = list(outer)
         self.parameters = parameters
 
     @property
     def in_module_init(self) -> bool:
-        return self.owner is not None and bool(self.owner.is_module) and self.method == "__init__"
+        return self.owner is not None and bool(self.owner.is_module) and (self.method == "__init__" or self.builds)
 
 
 class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):

@@ -59,6 +59,7 @@ class CallSite:
     default_device: object = None
     from_module_level: bool = False  # the caller is the module's own code (an entry point)
     cpu_path: bool = False  # the caller's code (or one of its callers) can run without CUDA
+    building: bool = False  # a method of the module under construction, called from its `__init__`
 
 
 def bind_parameters(params: cst.Parameters, site: CallSite, receiver: Optional[Value],
@@ -120,7 +121,7 @@ def abstract(value: Value) -> tuple:
 
 def context_key(function: cst.FunctionDef, bound: Dict[str, Value], site: CallSite) -> tuple:
     return (id(function), tuple((name, abstract(value)) for name, value in bound.items()),
-            site.guarded, site.heat, site.recording, site.default_device, site.cpu_path)
+            site.guarded, site.heat, site.recording, site.default_device, site.cpu_path, site.building)
 
 
 def set_fields(receiver_name: str, seeded: Dict[str, Value], final: Dict[str, Value]) -> Dict[str, Value]:

@@ -259,6 +259,14 @@ class Program:
                 info.name for info in functions if _answers_interval_test(info.node)))
         return self._interval_predicates[1]
 
+    def builds_parts(self, info: FunctionInfo) -> bool:
+        """Is this a method other than `__init__` that adds parts to the module it belongs to?"""
+        owner = info.owner
+        if owner is None or info.name == "__init__":
+            return False
+        self.ensure_class(owner)
+        return _acts_as_module(owner) and _builds_submodules(info, owner)
+
     def first_report(self, node: cst.CSTNode) -> bool:
         """True the first time a context-free fact is noted at `node`, whichever run meets it."""
         key = ("context-free", id(node))
@@ -458,6 +466,9 @@ class Program:
         """Interpret `info` for this call (see `contexts.py`); None when it cannot be."""
         site = site_from(node, args, env.guarded, caller.call_heat, caller.recording, env.default_device)
         site.cpu_path = caller.offers_cpu_path()
+        # `self._create_parameters()` in a module's `__init__`: that method builds the module too
+        site.building = bool(caller.scope.in_module_init and receiver is not None and receiver.ident is not None
+                             and info.owner is caller.scope.owner)
         done = self.contexts.invoke(info, receiver, site, caller, env)
         if done is not None:
             # an optimizer a helper builds (or returns beside its model) is, for this caller, built
@@ -531,9 +542,18 @@ class Program:
             what = "tensor"
         elif value.kind in (LIST, TUPLE) and any(item.kind == MODULE and item.stateful is not False for item in value.items):
             what = value.cls if value.cls in ("dict", "list") else "tuple"
+        written = getattr(statement, "value", None)
+        container = ("dict" if isinstance(written, (cst.Dict, cst.DictComp)) else
+                     "list" if isinstance(written, (cst.List, cst.ListComp)) else "")
+        parameters = bool(container) and (
+            (value.kind == BATCH and value.parameter)
+            or (value.kind == LIST and any(item.kind == TENSOR and item.parameter for item in value.items)))
+        if parameters:  # `{t: nn.Parameter(...) for t in types}`: not registered, not moved
+            what = container
         if what:
             info.reported.add(name)
-            self.facts.unregistered_state.append(UnregisteredState(statement, info.name, name, value, what))
+            self.facts.unregistered_state.append(
+                UnregisteredState(statement, info.name, name, value, what, parameters=parameters))
 
     def note_container_append(self, interp: Interpreter, receiver: Value, receiver_node, added: Value, node) -> None:
         key = dotted_name(receiver_node)
@@ -596,7 +616,8 @@ class Program:
             return info.final_env
         info.running = True
         owner = info.owner
-        scope = Scope(owner, info.name, info.outer, frozenset(p.name.value for p in info.parameters()), info.node)
+        scope = Scope(owner, info.name, info.outer, frozenset(p.name.value for p in info.parameters()), info.node,
+                      self.builds_parts(info))
         # A step function (`loss.backward()` outside any loop) is hot only where a loop calls it: its
         # callers in context, or callers in other files (`hot`); run once (a DDP demo), it is cold.
         interp = Interpreter(self, scope, hot)

@@ -398,10 +398,11 @@ class Net(nn.Module):
                            f"{state.value.device.describe()} when the module moves and is not saved; "
                            f"register it with `self.register_buffer(\"{state.attribute}\", ...)` or `nn.Parameter`")
             else:
-                holder = "nn.ModuleDict" if state.what == "dict" else "nn.ModuleList"
+                kind = "Parameter" if state.parameters else "Module"
+                holder = f"nn.{kind}Dict" if state.what == "dict" else f"nn.{kind}List"
                 created = f" (created on line {context.line_of(state.container_origin)})" if state.container_origin is not None else ""
-                message = (f"{attribute} keeps modules in a python {state.what}{created}: `{state.owner}.to()` "
-                           f"will not move them and the optimizer will not see them; use `{holder}`")
+                message = (f"{attribute} keeps {kind.lower()}s in a python {state.what}{created}: `{state.owner}.to()` "
+                           f"will not move them and `{state.owner}.parameters()` will not list them; use `{holder}`")
             yield Finding(state.node, message, partial(_register_fix, state, context))
 
 
@@ -435,19 +436,20 @@ def _module_container_fix(state: UnregisteredState, context: RuleContext) -> Opt
     container = state.container_origin
     if container is None and isinstance(state.node, (cst.Assign, cst.AnnAssign)):
         container = state.node.value
+    kind = "Parameter" if state.parameters else "Module"
     if state.what == "list" and isinstance(container, (cst.List, cst.ListComp)):
-        holder = "ModuleList"
+        holder = f"{kind}List"
     elif state.what == "dict" and isinstance(container, cst.Dict) and all(
             isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
             for element in container.elements):
-        holder = "ModuleDict"
+        holder = f"{kind}Dict"
     else:
         return None
     nn, import_edit = context.edits.spell("torch.nn")
     empty = not getattr(container, "elements", True)
     text = f"{nn}.{holder}()" if empty else f"{nn}.{holder}({context.module.code_for_node(container)})"
     edits = (context.edits.replace(container, text),) + ((import_edit,) if import_edit else ())
-    return Fix(UNSAFE, f"Keep the modules in `{nn}.{holder}`", edits)
+    return Fix(UNSAFE, f"Keep the {kind.lower()}s in `{nn}.{holder}`", edits)
 
 
 class AcceleratorTensorToHost(Rule):
