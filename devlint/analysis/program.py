@@ -377,7 +377,7 @@ class Program:
                 value = evaluator.eval(expression, Env())
                 # (a `"cuda"` default without fallback is the config default DEV303 reports there)
                 if (value.kind == DEVICE and value.device.kind != "unguarded") or (
-                        value.kind == HOST and value.literal is not None) or (
+                        value.kind == HOST and (value.literal is not None or value.source == "availability")) or (
                         value.kind == TUPLE and value.items and all(item.literal is not None for item in value.items)):
                     found["self." + target.value] = value
         return found
