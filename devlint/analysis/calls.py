@@ -741,6 +741,9 @@ class CallEvaluator:
         if kind == OBJECT:
             self.escape(args, env)
             return self.program.call_method(receiver, name, node, args, self, env)
+        if kind == CLASS and self.program.defines(receiver.cls, name):  # `TrainState.from_checkpoint(buf)`
+            self.escape(args, env)
+            return self.program.call_class_method(receiver, name, node, args, self, env)
         if kind in (TENSOR, BATCH):
             if kind == BATCH:
                 handled = self.batch_method(receiver, receiver_node, name, node, args, env, discarded)

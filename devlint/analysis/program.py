@@ -794,6 +794,16 @@ class Program:
             result = replace(result, device=receiver.device)
         return result
 
+    def call_class_method(self, cls: Value, name: str, node: cst.Call, args, caller, env: Env) -> Value:
+        """A classmethod or staticmethod called on a class of this file, interpreted in context
+        (`cls` bound to the class; a static method gets no receiver)."""
+        method = self.classes[cls.cls].methods[name]
+        decorators = {dotted_name(d.decorator) for d in method.node.decorators}
+        if not decorators & {"classmethod", "staticmethod"}:
+            return UNKNOWN_VALUE  # (a plain method called through its class: the instance is an argument)
+        done = self._invoke(method, cls, node, args, caller, env)
+        return done.result if done is not None else UNKNOWN_VALUE
+
     def _specialise(self, info: FunctionInfo, result: Optional[Value], node: cst.Call, args, skip_first: bool) -> Value:
         if result is None:
             return UNKNOWN_VALUE
