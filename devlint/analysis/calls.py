@@ -253,8 +253,9 @@ class CallEvaluator:
                 target = self.placement(positional[0], node, env)
                 if target is not None and target.known:
                     return target
-            index = integer_value(positional[0].node.value) if positional else None
-            # `.cuda(args.gpu)`: an index computed at run time, one GPU per process
+            index = integer_value(positional[0].node.value) if positional else env.current_gpu
+            # `.cuda(args.gpu)`: an index computed at run time, one GPU per process; a bare `.cuda()`
+            # lands on the current GPU (the one `torch.cuda.set_device(1)` chose)
             key = PER_RANK if positional and index is None else ""
             target = self.accelerator_literal(Device(CUDA, index, key), env, node)
             self.note_placement(target, None, node, env, bare_cuda=True)
@@ -300,6 +301,8 @@ class CallEvaluator:
         if qualname in api.CUDA_ONLY_APIS:
             if qualname in api.SET_DEVICE:
                 self.program.facts.distributed.set_device = True
+                index = self.device_argument(args[0].node.value, args[0].value, env) if args else None
+                env.current_gpu = index.index if index is not None and index.key != PER_RANK else None
             if not env.guarded:
                 self.record_misuse(node, UNGUARDED_CUDA_API, qualname)
                 self.unguarded_cuda_calls.append(node)
@@ -556,11 +559,13 @@ class CallEvaluator:
             if has_ids and part is not None and self.first_time("part", inner, node):
                 facts.parallel_on_cpu.append(ParallelOnCpu(node, part, "DistributedDataParallel"))
         first_id = _first_literal_id(ids.node.value, ids.value) if has_ids else None
+        if first_id is None and not has_ids and qualname in api.DATA_PARALLEL:
+            first_id = 0  # DataParallel's default device_ids are all GPUs: the module must be on the first
         # (a hard-coded `cuda:1` is that GPU wherever it runs at all)
         fixed = (inner.device.kind in (CUDA, SELECTED, UNGUARDED) and inner.device.index is not None
                  and inner.device.key != PER_RANK)
         if first_id is not None and module and fixed and inner.device.index != first_id and self.recording:
-            facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, first_id))
+            facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, first_id, default_ids=not has_ids))
         per_rank = _first_per_rank_id(ids.node.value) if has_ids else None
         if per_rank is not None and module and fixed and self.recording:
             # `device_ids=[rank]` while the module sits on one constant GPU: every other rank is wrong

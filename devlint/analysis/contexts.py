@@ -100,7 +100,7 @@ class ContextRunner:
         interp.silent = 0 if site.recording else 1
         interp.inherited_cpu_path = site.cpu_path
         env = Env(default_device=site.default_device if site.default_device is not None else program.module_env.default_device,
-                  guarded=site.guarded or program.accelerator_only(info))
+                  guarded=site.guarded or program.accelerator_only(info), current_gpu=site.current_gpu)
         seeded: Dict[str, Value] = {}
         receiver_name = params[0] if receiver is not None and params else ""
         if receiver_name:
@@ -130,7 +130,7 @@ class ContextRunner:
             for field, new in set_fields(name, start, final.values).items():
                 fields.append((value.ident, field, new))
         return Invocation(result, moved, tuple(fields), interp.cuda_initialised, interp.stepped, interp.trained,
-                          interp.encloses)
+                          interp.encloses, final.current_gpu != site.current_gpu, final.current_gpu)
 
     def _apply(self, done: Invocation, caller: Interpreter, env: Env, call: cst.CSTNode) -> None:
         # Moves first: a field the callee set after a move (`self.model = DataParallel(net.cuda())`)
@@ -144,6 +144,8 @@ class ContextRunner:
         touched = {ident for ident, _, _ in done.fields}
         if touched:
             env.forget_fields(touched)
+        if done.sets_gpu:
+            env.current_gpu = done.current_gpu
         if done.cuda_initialised is not None and caller.cuda_initialised is None:
             caller.cuda_initialised = done.cuda_initialised
         if done.steps:

@@ -14,18 +14,21 @@ class Env:
     ``dead`` marks a state after ``return``/``raise``: it joins as nothing.
     """
 
-    __slots__ = ("values", "default_device", "dead", "guarded", "path")
+    __slots__ = ("values", "default_device", "dead", "guarded", "path", "current_gpu")
 
     def __init__(self, values: Optional[Dict[str, Value]] = None, default_device: Device = CPU,
-                 dead: bool = False, guarded: bool = False, path: str = "") -> None:
+                 dead: bool = False, guarded: bool = False, path: str = "", current_gpu: Optional[int] = None) -> None:
         self.values: Dict[str, Value] = dict(values) if values else {}
         self.default_device = default_device
         self.dead = dead
         self.guarded = guarded  # an accelerator-availability check has been seen on this path
         self.path = path        # ACCELERATOR_PATH / HOST_PATH inside the branches of an availability test
+        #: the GPU `torch.cuda.set_device(N)` made current (a bare `.cuda()` lands there); None: GPU 0,
+        #: or not known
+        self.current_gpu = current_gpu
 
     def copy(self) -> "Env":
-        return Env(self.values, self.default_device, self.dead, self.guarded, self.path)
+        return Env(self.values, self.default_device, self.dead, self.guarded, self.path, self.current_gpu)
 
     def take(self, other: "Env") -> "Env":
         """Become `other`, keeping this object: outer scopes hold on to it."""
@@ -34,6 +37,7 @@ class Env:
         self.dead = other.dead
         self.guarded = other.guarded
         self.path = other.path
+        self.current_gpu = other.current_gpu
         return self
 
     def get(self, key: str) -> Optional[Value]:
@@ -100,4 +104,7 @@ def join_envs(a: Env, b: Env, availability_split: bool = False, accelerated: Opt
         else:
             joined[key] = join_values(left, right, availability_split, accelerated)
     default = a.default_device if a.default_device == b.default_device else UNKNOWN
-    return Env(joined, default, False, a.guarded and b.guarded, a.path if a.path == b.path else "")
+    # (`if use_cuda: torch.cuda.set_device(1)`: on a machine with the GPUs, that side ran)
+    gpu = a.current_gpu if a.current_gpu == b.current_gpu else (
+        (a.current_gpu if a.current_gpu is not None else b.current_gpu) if availability_split else None)
+    return Env(joined, default, False, a.guarded and b.guarded, a.path if a.path == b.path else "", gpu)

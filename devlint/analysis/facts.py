@@ -76,6 +76,7 @@ class DeviceIdsMismatch:
     module: Operand
     first_id: Optional[int]
     per_rank: str = ""      # device_ids=[NAME]: each rank's own GPU, against a module on one constant GPU
+    default_ids: bool = False  # DataParallel without device_ids: all GPUs, from GPU 0
 
 
 @dataclass(frozen=True)

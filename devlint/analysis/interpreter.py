@@ -396,12 +396,18 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         return result
 
     def exec_with(self, node: cst.With, env: Env) -> Env:
-        saved_default = env.default_device
+        saved_default, saved_gpu = env.default_device, env.current_gpu
         expects_failure = False
         for item in node.items:
             value = self.eval(item.item, env)
             if value.kind == DEVICE and isinstance(item.item, cst.Call):
                 env.default_device = value.device  # `with torch.device(...)`
+            if isinstance(item.item, cst.Call) and item.item.args:
+                callee = self.eval(item.item.func, env)
+                if callee.kind == REF and callee.cls in api.CURRENT_GPU_CONTEXTS:  # `with torch.cuda.device(1):`
+                    first = item.item.args[0]
+                    gpu = self.device_argument(first.value, self.eval(first.value, env), env)
+                    env.current_gpu = gpu.index if gpu is not None and gpu.key != PER_RANK else None
             if isinstance(item.item, cst.Call) and last_identifier(item.item.func) in _EXPECTS_FAILURE:
                 expects_failure = True
             if item.asname is not None:
@@ -411,7 +417,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             env = self.exec_suite(node.body, env)
         finally:
             self.silent -= expects_failure
-        env.default_device = saved_default
+        env.default_device, env.current_gpu = saved_default, saved_gpu
         return env
 
     def exec_match(self, node, env: Env) -> Env:

@@ -42,6 +42,9 @@ class Invocation:
     steps: bool = False
     trains: bool = False
     encloses: bool = False
+    #: the callee made another GPU current (`torch.cuda.set_device(1)` in a config's `__post_init__`)
+    sets_gpu: bool = False
+    current_gpu: Optional[int] = None
 
 
 @dataclass
@@ -60,6 +63,7 @@ class CallSite:
     from_module_level: bool = False  # the caller is the module's own code (an entry point)
     cpu_path: bool = False  # the caller's code (or one of its callers) can run without CUDA
     building: bool = False  # a method of the module under construction, called from its `__init__`
+    current_gpu: Optional[int] = None  # the caller's current GPU (`torch.cuda.set_device`)
 
 
 def bind_parameters(params: cst.Parameters, site: CallSite, receiver: Optional[Value],
@@ -121,7 +125,8 @@ def abstract(value: Value) -> tuple:
 
 def context_key(function: cst.FunctionDef, bound: Dict[str, Value], site: CallSite) -> tuple:
     return (id(function), tuple((name, abstract(value)) for name, value in bound.items()),
-            site.guarded, site.heat, site.recording, site.default_device, site.cpu_path, site.building)
+            site.guarded, site.heat, site.recording, site.default_device, site.cpu_path, site.building,
+            site.current_gpu)
 
 
 def set_fields(receiver_name: str, seeded: Dict[str, Value], final: Dict[str, Value]) -> Dict[str, Value]:

@@ -471,6 +471,8 @@ CUDA_ONLY_APIS = frozenset("torch.cuda." + name for name in (
     "set_per_process_memory_fraction", "current_stream", "default_stream", "stream",
     "get_arch_list", "ipc_collect", "reset_max_memory_allocated",
 ))
+#: Context managers that make another GPU current for their body.
+CURRENT_GPU_CONTEXTS = frozenset({"torch.cuda.device"})
 #: Calls that answer with the current GPU's index.
 CURRENT_DEVICE_CALLS = frozenset({"torch.cuda.current_device"})
 #: Any call under this namespace initialises CUDA (and fixes CUDA_VISIBLE_DEVICES).

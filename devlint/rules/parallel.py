@@ -101,9 +101,11 @@ if torch.cuda.is_available():
                     f"device_ids is [{fact.per_rank}], each rank's own GPU; place the module on "
                     f"torch.device(\"cuda\", {fact.per_rank})"))
                 continue
+            ids = ("DataParallel's default device_ids (every GPU) start at 0" if fact.default_ids
+                   else f"device_ids[0] is {fact.first_id}")
             yield Finding(fact.node, (
-                f"{context.operand(fact.module)} is on {context.where(fact.module.value)} but device_ids[0] is "
-                f"{fact.first_id}; the module must sit on device_ids[0]"))
+                f"{context.operand(fact.module)} is on {context.where(fact.module.value)} but {ids}; "
+                "the module must sit on device_ids[0]"))
 
 
 class OptimizerBeforeMove(Rule):
