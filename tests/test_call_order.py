@@ -60,3 +60,47 @@ def test_a_name_shared_by_many_functions_orders_nothing():
     shared = "".join("def step():\n    pass\n" for _ in range(MAX_SAME_NAME + 1))
     order = _order(shared + "def first():\n    pass\ndef main():\n    step()\n")
     assert order[:MAX_SAME_NAME + 1] == ["step"] * (MAX_SAME_NAME + 1) and order[-2:] == ["first", "main"]
+
+
+class _Everything(cst.CSTVisitor):
+    """libcst's own walk, as the reference: every node it visits, and the calls under each function."""
+
+    def __init__(self) -> None:
+        self.nodes = []
+        self.calls = {}
+        self.open = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.nodes.append(node)
+        if isinstance(node, cst.FunctionDef):
+            self.open.append(self.calls.setdefault(id(node), []))
+        if isinstance(node, cst.Call):
+            for found in self.open:
+                found.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if isinstance(original_node, cst.FunctionDef):
+            self.open.pop()
+
+
+def test_the_field_walk_meets_every_node_but_layout_and_every_call():
+    from fixture_support import fixture_files
+    from devlint.analysis.names import walk
+
+    layout = (cst.BaseParenthesizableWhitespace, cst.Comma, cst.Dot, cst.LeftParen, cst.RightParen, cst.Semicolon,
+              cst.Colon, cst.AssignEqual, cst.EmptyLine, cst.TrailingWhitespace, cst.Newline, cst.LeftSquareBracket,
+              cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.BaseBinaryOp, cst.BaseBooleanOp,
+              cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp, cst.Comment, cst.ImportStar,
+              cst.ParenthesizedWhitespace, cst.SimpleWhitespace)
+    for path in fixture_files()[:80]:
+        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        reference = _Everything()
+        module.visit(reference)
+        walked = {id(node) for node in walk(module)}
+        missing = [type(node).__name__ for node in reference.nodes
+                   if id(node) not in walked and not isinstance(node, layout)]
+        assert not missing, f"{path.name}: the walk skips {sorted(set(missing))}"
+        calls = calls_by_function(module)
+        assert {key: {id(c) for c in found} for key, found in calls.items()} == \
+            {key: {id(c) for c in found} for key, found in reference.calls.items()}, path.name
