@@ -541,7 +541,8 @@ class Program:
         if (value.kind == TENSOR and not value.parameter and value.scalar is False and value.device.known
                 and value.device.kind != SYMBOLIC):
             what = "tensor"
-        elif value.kind in (LIST, TUPLE) and any(item.kind == MODULE and item.stateful is not False for item in value.items):
+        elif value.kind in (LIST, TUPLE) and any(item.kind == MODULE and item.stateful is not False and item.owner is None
+                                                 for item in value.items):
             what = value.cls if value.cls in ("dict", "list") else "tuple"
         written = getattr(statement, "value", None)
         container = ("dict" if isinstance(written, (cst.Dict, cst.DictComp)) else
@@ -562,7 +563,9 @@ class Program:
         if key is None or not key.startswith("self.") or key.count(".") != 1 or not interp.recording:
             return
         name = key[len("self."):]
-        if added.kind == MODULE and added.stateful is not False and name not in info.reported:
+        # (a submodule met by iterating `self.module.named_modules()` is registered there: this list
+        # only indexes it)
+        if added.kind == MODULE and added.stateful is not False and added.owner is None and name not in info.reported:
             info.reported.add(name)
             self.facts.unregistered_state.append(
                 UnregisteredState(node, info.name, name, added, receiver.cls or "list", receiver.origin))
