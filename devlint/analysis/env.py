@@ -72,7 +72,8 @@ class Env:
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Env) and self.values == other.values and self.dead == other.dead
-                and self.default_device == other.default_device and self.guarded == other.guarded)
+                and self.default_device == other.default_device and self.guarded == other.guarded
+                and self.current_gpu == other.current_gpu)
 
     __hash__ = None  # type: ignore[assignment]
 

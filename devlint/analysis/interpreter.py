@@ -402,8 +402,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             value = self.eval(item.item, env)
             if value.kind == DEVICE and isinstance(item.item, cst.Call):
                 env.default_device = value.device  # `with torch.device(...)`
-            if isinstance(item.item, cst.Call) and item.item.args:
-                callee = self.eval(item.item.func, env)
+            if isinstance(item.item, cst.Call) and item.item.args and dotted_name(item.item.func) is not None:
+                callee = self.eval(item.item.func, env)  # (a dotted name: looking it up again does nothing)
                 if callee.kind == REF and callee.cls in api.CURRENT_GPU_CONTEXTS:  # `with torch.cuda.device(1):`
                     first = item.item.args[0]
                     gpu = self.device_argument(first.value, self.eval(first.value, env), env)
