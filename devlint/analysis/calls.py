@@ -1074,12 +1074,9 @@ class CallEvaluator:
             if (receiver.in_place_move or discarded) and key is not None:
                 env.values[key] = moved  # BatchEncoding.to() and friends move in place and return self
             return moved
-        if name == "items":
-            return Value(kind=LIST, items=(Value(kind=TUPLE, items=(Value(kind=HOST), element)),))
-        if name == "values":
-            return Value(kind=LIST, items=(element,))
-        if name in ("get", "pop"):
-            return element
+        viewed = _dict_view(element, name)
+        if viewed is not None:
+            return viewed
         if name == "keys":
             return Value(kind=HOST)
         if name in ("append", "extend"):
@@ -1188,12 +1185,13 @@ def _host_data(value: Value) -> bool:
 
 
 def _dict_view(element: Value, name: str) -> Optional[Value]:
-    """`d.items()`, `d.values()`, `d.get(k)` of a dict whose values are all like `element`."""
+    """`d.items()`, `d.values()`, `d.get(k)` of a dict (or a batch of named tensors) whose values
+    are all like `element`."""
     if name == "items":
         return Value(kind=LIST, items=(Value(kind=TUPLE, items=(Value(kind=HOST), element)),))
     if name == "values":
         return Value(kind=LIST, items=(element,))
-    if name in ("get", "pop", "setdefault"):
+    if name in ("get", "pop"):
         return element
     return None
 

@@ -126,7 +126,10 @@ class Program:
         self.facts.requirements.runs_without_cuda = self._text_offers_cpu_path
         self.module_env = Env()
         self.functions: Dict[int, FunctionInfo] = {}
-        self._interval_predicates: Set[str] = set()
+        #: names of the file's functions that only answer an interval test
+        #: (`def is_gradient_accumulation_boundary(self): return (self.step + 1) % self.n == 0`),
+        #: noted as each function or class is declared
+        self.interval_predicates: Set[str] = set()
         self.classes: Dict[str, ClassInfo] = {}
         self.class_order: List[ClassInfo] = []
         #: (class, attribute) pairs that a method moves by hand (`self.pe.to(x.device)`)
@@ -246,15 +249,8 @@ class Program:
     def declare_function(self, node: cst.FunctionDef, scope: Scope, env: Env) -> Value:
         self.functions[id(node)] = FunctionInfo(node, None, [env] + scope.outer)
         if _answers_interval_test(node):
-            self._interval_predicates.add(node.name.value)
+            self.interval_predicates.add(node.name.value)
         return Value(kind=FUNCTION, cls=node.name.value, origin=node)
-
-    @property
-    def interval_predicates(self) -> Set[str]:
-        """Names of this file's functions that only answer an interval test
-        (`def is_gradient_accumulation_boundary(self): return (self.step + 1) % self.n == 0`),
-        noted as each function or class is declared."""
-        return self._interval_predicates
 
     def builds_parts(self, info: FunctionInfo) -> bool:
         """Is this a method other than `__init__` that adds parts to the module it belongs to?"""
@@ -277,7 +273,7 @@ class Program:
             self._note_config_defaults(node)
         info = ClassInfo(node, [env] + scope.outer)
         self.classes[info.name] = info
-        self._interval_predicates.update(item.name.value for item in node.body.body
+        self.interval_predicates.update(item.name.value for item in node.body.body
                                          if isinstance(item, cst.FunctionDef) and _answers_interval_test(item))
         self.class_order.append(info)
         return Value(kind=CLASS, cls=info.name, origin=node)
