@@ -21,7 +21,7 @@ from .facts import (
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
     SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TYPE_NAME, SOURCE_CURRENT_DEVICE,
-    SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
+    SOURCE_TOKENIZER, SOURCE_UNREGISTERED, DISTRIBUTION,
     HOST_PATH, OWN_FORWARD_MOVES, SYMBOLIC,
     TENSOR, TOKENIZER,
     TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, literal_of, symbolic,
@@ -356,6 +356,8 @@ class CallEvaluator:
                     return Value(kind=LOADER, origin=node, device=accelerated[0])
             return Value(kind=LOADER, origin=node, device=dataset.device if dataset.kind == DATASET else UNKNOWN,
                          items=dataset.items if dataset.kind == DATASET else ())
+        if api.is_distribution(qualname):
+            return _distribution(node, args)
         if qualname in api.TENSOR_DATASETS:
             tensors = [a.value for a in args if a.value.kind in (TENSOR, BATCH)]
             device = tensors[0].device if tensors and len(tensors) == len(args) else UNKNOWN
@@ -996,6 +998,10 @@ class CallEvaluator:
         return Value(kind=TENSOR, device=device, origin=node, scalar=False if shaped else None)
 
     def tensor_method(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:
+        if receiver.cls == DISTRIBUTION and name not in api.DISTRIBUTION_OPERAND_METHODS:
+            # only densities are followed: samples are mostly drawn to act on the host (an
+            # environment's step), where syncing each one is the point
+            return UNKNOWN_VALUE
         if name in api.MOVE_METHODS and name != "to_empty":
             target = self.move_target(name, node, args, env)
             if name == "cpu":
@@ -1091,6 +1097,11 @@ class CallEvaluator:
             added = self.element_of(added, args[-1].node.value, node)
         if self.scope.in_module_init:
             self.program.note_container_append(self, receiver, receiver_node, added, node)
+        self.grow_container(receiver, receiver_node, added, env)
+        return Value(kind=HOST)
+
+    def grow_container(self, receiver: Value, receiver_node, added: Value, env) -> None:
+        """`xs.append(v)`, `d[k] = v`: the container may now hold `v` too (a weak update of its element)."""
         key = dotted_name(receiver_node)
         if key is not None:
             existing = []
@@ -1100,7 +1111,6 @@ class CallEvaluator:
                 existing = list(receiver.items) if receiver.kind == TUPLE else [receiver.items[0]]
             updated = container_of(existing + [added], receiver.cls or "list")
             env.values[key] = replace(updated, origin=receiver.origin, via=receiver.via)
-        return Value(kind=HOST)
 
     def tokenizer_call(self, name: str, node: cst.Call, args: List[Arg]) -> Value:
         returns_tensors = any(a.keyword == "return_tensors" for a in args)
@@ -1111,6 +1121,20 @@ class CallEvaluator:
         if name in _TOKENIZER_BATCH_METHODS:
             return Value(kind=BATCH, device=CPU, origin=node, source=SOURCE_TOKENIZER, in_place_move=True)
         return UNKNOWN_VALUE
+
+
+def _distribution(node: cst.Call, args: List[Arg]) -> Value:
+    """A distribution over tensor parameters: a tensor where they are (`Normal(0., 1.)`: 0-dim on the CPU)."""
+    values = [a.value for a in args if a.keyword not in ("validate_args", "event_dims")]
+    if any(v.kind not in (TENSOR, HOST) or (v.kind == HOST and v.literal is None) for v in values):
+        return UNKNOWN_VALUE  # (parameters the analysis does not know, or a base distribution and transforms)
+    shaped = [v for v in values if v.kind == TENSOR and v.scalar is not True]
+    devices = {v.device for v in shaped}
+    if not shaped:
+        return Value(kind=TENSOR, device=CPU, origin=node, scalar=True, cls=DISTRIBUTION)
+    if len(devices) != 1 or not shaped[0].device.known:
+        return UNKNOWN_VALUE
+    return Value(kind=TENSOR, device=shaped[0].device, origin=node, scalar=False, cls=DISTRIBUTION)
 
 
 def _step_data_in(args: List[Arg]) -> Optional[Value]:

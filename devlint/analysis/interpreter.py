@@ -20,12 +20,13 @@ from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
-    ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF,
+    ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF,
     SEVERAL_PATH, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, STEP_SAMPLE, TENSOR,
     OPAQUE_VALUE, TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values, surely_not_none,
 )
 from .hot_path import is_interval_test
 from .project import absolute_import
+from .rebound_fields import may_be_rebound
 from .names import child_nodes, dotted_name, integer_value, last_identifier, string_value, sub_expressions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -240,7 +241,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             self.note_sync(node.test, test, node.test, "if")
         finally:
             self.deciding -= deciding
-        if test.literal is not None and test.source != "availability" and not _reads_attributes(node.test):
+        if test.literal is not None and test.source != "availability" and not self.reads_rebound_fields(node.test):
             # `if as_tensor:` with `as_tensor=True` bound by the call: only one branch runs
             if test.literal[0]:
                 return self.exec_suite(node.body, env)
@@ -457,6 +458,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         elif isinstance(target, cst.Subscript):
             self.note_environment_write(environment_key(target), statement)
             self.program.note_container_store(self, target, value, env, statement)
+            container = self.eval(target.value, env)
+            if container.kind in (LIST, TUPLE, BATCH) and (container.kind != TUPLE or container.cls in ("list", "dict")):
+                self.grow_container(container, target.value, value, env)
         elif isinstance(target, cst.StarredElement):
             self.assign(target.value, UNKNOWN_VALUE, env, statement)
 
@@ -743,6 +747,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return join_all(base.items)
         if base.kind == LIST and base.items:
             return base.items[0]
+        if base.kind == DATASET and base.origin is not None:  # `dataset[i]`: that sample of each tensor it holds
+            if base.items:
+                return Value(kind=TUPLE, items=base.items)
+            if base.device.known:
+                return Value(kind=BATCH, device=base.device, origin=base.origin)
         if base.kind == MODULE:  # nn.Sequential / ModuleList indexing
             return Value(kind=MODULE, device=base.device, origin=base.origin, via=base.via, stateful=None)
         if base.kind == HOST and base.source == SOURCE_LOADER:  # `img[..., ::-1]`: a view of that step's data
@@ -840,9 +849,23 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return right if not left.literal[0] else left
         return join_values(left, right)
 
+    def reads_rebound_fields(self, test: cst.BaseExpression) -> bool:
+        """A test on fields (`if self.head is not None:`) may see a value another method set later:
+        it decides a branch by its literal only if no code of the file assigns those fields after
+        `__init__` (see `rebound_fields`)."""
+        for node in sub_expressions(test):
+            if isinstance(node, cst.Attribute):
+                root = node
+                while isinstance(root, cst.Attribute):
+                    root = root.value
+                if (isinstance(root, cst.Name) and root.value in ("self", "cls")
+                        and may_be_rebound(node.attr.value, self.program.rebound_fields)):
+                    return True
+        return False
+
     def eval_IfExp(self, node: cst.IfExp, env: Env) -> Value:
         test = self.truth_test(self.eval(node.test, env))
-        if test.literal is not None and test.source != "availability" and not _reads_attributes(node.test):
+        if test.literal is not None and test.source != "availability" and not self.reads_rebound_fields(node.test):
             return self.eval(node.body if test.literal[0] else node.orelse, env)
         split = self.is_device_choice(node.test, test)
         body_env, else_env = env.copy(), env.copy()
@@ -1000,19 +1023,6 @@ def _leaves(suite: cst.BaseSuite) -> bool:
         smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else (statement,)
         if any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in smalls):
             return True
-    return False
-
-
-def _reads_attributes(test: cst.BaseExpression) -> bool:
-    """A test on fields (`if self.head is not None:`) may see a value set later by another method:
-    only tests on names and what they compute decide a branch by their literal."""
-    for node in sub_expressions(test):
-        if isinstance(node, cst.Attribute):
-            root = node
-            while isinstance(root, cst.Attribute):
-                root = root.value
-            if isinstance(root, cst.Name) and root.value in ("self", "cls"):
-                return True
     return False
 
 

@@ -172,6 +172,11 @@ SOURCE_TYPE_NAME = "type-name"
 SOURCE_CURRENT_DEVICE = "current-device"
 
 
+#: The `cls` of a `torch.distributions` object: it holds tensors where its parameters are, but has
+#: no `.to()` and cannot be registered on a module.
+DISTRIBUTION = "torch.distributions.Distribution"
+
+
 @dataclass(frozen=True)
 class Value:
     kind: str = ANY
@@ -224,6 +229,11 @@ class Value:
     @property
     def is_tensorlike(self) -> bool:
         return self.kind in (TENSOR, BATCH)
+
+    @property
+    def movable_tensor(self) -> bool:
+        """A tensor that `.to(device)` moves (a distribution is tensor-like but has no `.to()`)."""
+        return self.kind == TENSOR and self.cls != DISTRIBUTION
 
 
 UNKNOWN_VALUE = Value()

@@ -22,6 +22,7 @@ import libcst.matchers as matchers
 from . import torch_api as api
 from .env import Env, moved_copy
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState, caller_chains
+from .rebound_fields import fields_rebound
 from .apply_overrides import attributes_applied
 from .call_order import callers_first, calls_by_function, calls_in
 from .hot_path import is_interval_test
@@ -31,7 +32,7 @@ from .interpreter import Interpreter, Scope
 from .invocation import site_from
 from .lattice import (
     ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
-    SOURCE_UNREGISTERED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, join_paths, symbolic,
+    SOURCE_UNREGISTERED, DISTRIBUTION, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, join_paths, symbolic,
 )
 from .names import dotted_name, last_identifier, string_value, sub_expressions, walk
 from .project import PROJECT_SOURCE, ProjectPlace
@@ -98,6 +99,7 @@ class ClassInfo:
         self.reported: Set[str] = set()
         self.unknown_submodule = False
         self.registers_manually = False  # __init__ calls add_module/register_module
+        self.mapping = False  # extends dict and keeps its lookups: an instance is the dict it was built from
         #: attributes `__init__` also assigns a module to (`self.lins = nn.ModuleList(self.lins)` on a path)
         self.module_assigned: Set[str] = set()
         self.moves_itself: Optional[bool] = None  # a method calls `self.to(...)` (see `_acts_as_module`)
@@ -116,6 +118,7 @@ class Program:
         self.source = source
         self._name_uses: Optional[Counter] = None
         self._applied: Optional[frozenset] = None
+        self._rebound: Optional[frozenset] = None
         self.place = place or ProjectPlace()
         self.facts = FileFacts()
         self.reported: Set[int] = set()
@@ -192,6 +195,13 @@ class Program:
         if found is None:
             found = self._cpu_paths[id(function)] = any(_offers_cpu_path(node) for node in walk(function))
         return found
+
+    @property
+    def rebound_fields(self) -> frozenset:
+        """Attribute names this file assigns after construction (see `rebound_fields`)."""
+        if self._rebound is None:
+            self._rebound = fields_rebound(self.module)
+        return self._rebound
 
     @property
     def applied_attributes(self) -> frozenset:
@@ -304,6 +314,7 @@ class Program:
         evaluator.silent += 1
         verdicts: List[Optional[bool]] = []
         inherited: Dict[str, Value] = {}
+        mappings = 0
         for base in info.node.bases:
             value = evaluator.eval(base.value, Env())
             if value.kind == REF and (value.cls in api.MODULE_BASES or api.is_nn_module_class(value.cls)
@@ -324,9 +335,13 @@ class Program:
             elif (isinstance(base.value, cst.Name) and base.value.value == "object" and value.kind == ANY) or (
                     value.kind == REF and value.cls in api.NON_MODULE_BASES):
                 verdicts.append(False)
+            elif (value.cls if value.kind == REF else dotted_name(base.value)) in api.MAPPING_BASES:
+                verdicts.append(False)
+                mappings += 1
             else:
                 verdicts.append(None)
         inherited.update(self._class_constants(info, evaluator))
+        info.mapping = mappings == len(verdicts) and mappings > 0 and not api.MAPPING_LOOKUPS & set(info.methods)
         if any(verdicts):
             info.is_module = True
         elif all(v is False for v in verdicts):
@@ -401,6 +416,8 @@ class Program:
             if moved_at is not None and value.device != device:
                 return replace(value, device=device, origin=moved_at, via=None)
             return replace(value, device=device)
+        if value.kind == TENSOR and value.cls == DISTRIBUTION:
+            return value  # (not a tensor one could register: where it was built, it stays, and says so where used)
         if value.kind == TENSOR and value.scalar is not True:
             # A plain tensor attribute stays where it was made. On the CPU it is a bug only if a method
             # uses it with the module's tensors: that use confirms DEV105, reported where it is stored.
@@ -416,6 +433,9 @@ class Program:
         if info is None:
             return UNKNOWN_VALUE
         self.ensure_class(info)
+        if info.mapping:  # `BatchEncoding({"input_ids": ids})`: that dict's items, and its class for messages
+            contents = args[0].value if len(args) == 1 and args[0].keyword is None and not args[0].node.star else None
+            return replace(contents, cls=info.name) if contents is not None and contents.kind == BATCH else UNKNOWN_VALUE
         if _acts_as_module(info):
             instance = Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=info.name,
                              stateful=info.stateful)

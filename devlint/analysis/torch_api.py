@@ -103,13 +103,16 @@ OPERAND_METHODS = frozenset({
     "index_copy_", "scatter_", "scatter_add_", "addcmul_", "addcdiv_", "lerp_",
     "clamp", "clamp_", "clip", "isclose", "allclose", "equal",
 })
+#: Densities of a `torch.distributions` object: the value meets the distribution's parameters.
+DISTRIBUTION_OPERAND_METHODS = frozenset({"log_prob", "cdf", "icdf"})
+OPERAND_METHODS = OPERAND_METHODS | DISTRIBUTION_OPERAND_METHODS
 #: Elementwise arithmetic: a 0-dim CPU tensor may be an operand.
 ARITHMETIC_METHODS = frozenset({
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder",
     "fmod", "pow", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum",
     "add_", "sub_", "mul_", "div_", "pow_", "masked_fill", "masked_fill_",
     "where", "lerp", "lerp_", "clamp", "clamp_", "clip", "atan2", "hypot",
-})
+}) | DISTRIBUTION_OPERAND_METHODS
 #: Methods returning a tuple/list of tensors on the receiver's device.
 SPLITTING_METHODS = frozenset({"chunk", "split", "unbind", "tensor_split", "split_with_sizes", "topk", "sort", "max", "min"})
 #: Tensor attributes that are host values.
@@ -147,6 +150,10 @@ NON_MODULE_BASES = frozenset({
     "torch.utils.data.dataset.IterableDataset", "torch.utils.data.Sampler", "torch.utils.data.sampler.Sampler",
     "unittest.TestCase", "abc.ABC",
 })
+#: Builtin mappings a class may extend (`class BatchEncoding(dict)`): built from a dict, it holds that
+#: dict's items. A subclass that redefines a lookup method may hold anything.
+MAPPING_BASES = frozenset({"dict", "collections.OrderedDict", "collections.UserDict", "typing.Dict", "OrderedDict"})
+MAPPING_LOOKUPS = frozenset({"__getitem__", "get", "items", "values", "__iter__", "__missing__", "__init__", "__new__"})
 MODULE_BASES = frozenset({
     "torch.nn.Module", "torch.nn.modules.module.Module",
     "pytorch_lightning.LightningModule", "lightning.LightningModule",
@@ -368,6 +375,17 @@ def is_dtype(qualname: str) -> bool:
         "bool", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn",
         "float8_e5m2",
     }
+
+
+_DISTRIBUTION_HELPERS = ("constraints", "transforms", "constraint_registry", "kl", "utils")
+
+
+def is_distribution(qualname: str) -> bool:
+    """A `torch.distributions` class: its samples and densities live where its parameters are."""
+    if not qualname.startswith("torch.distributions."):
+        return False
+    parts = qualname.split(".")
+    return parts[-1][:1].isupper() and not any(part in _DISTRIBUTION_HELPERS for part in parts[2:-1])
 
 
 def tensor_type_device(qualname: str) -> Optional[Device]:

@@ -213,7 +213,7 @@ def _move_offender_fix(mismatch: DeviceMismatch, context: RuleContext) -> Option
     it is used (`loss_fn(out, batch["y"].to(out.device))`). Safe (a no-op on the CPU); tried only
     after the other fixes, which often remove the cause."""
     offender = mismatch.offender
-    movable = offender.value.kind == TENSOR or (offender.value.source == SOURCE_TOKENIZER and offender.value.kind == BATCH)
+    movable = offender.value.movable_tensor or (offender.value.source == SOURCE_TOKENIZER and offender.value.kind == BATCH)
     device = _anchor_device(mismatch, context)
     if not movable or device is None or isinstance(offender.node, cst.StarredElement):
         return None
