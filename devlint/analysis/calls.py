@@ -730,6 +730,19 @@ class CallEvaluator:
 
     def method_call(self, receiver: Value, receiver_node, name: str, node: cst.Call, args: List[Arg], env, discarded: bool) -> Value:
         self.program.note_self_call(self, receiver_node, name)
+        if receiver.keyed and name in api.DICT_MUTATORS:
+            forgotten = replace(receiver, keyed=())
+            key = dotted_name(receiver_node)
+            if key is not None:
+                env.values[key] = forgotten
+            receiver = forgotten
+        if name == "update" and args and receiver.kind in (BATCH, LIST) and (receiver.kind == BATCH or receiver.cls == "dict"):
+            for arg in args:  # `batch.update(moved)`: it may hold those values now
+                added = arg.value
+                element = (Value(kind=TENSOR, device=added.device, origin=added.origin, source=added.source)
+                           if added.kind == BATCH else added.items[0] if added.kind == LIST and added.items else UNKNOWN_VALUE)
+                self.grow_container(receiver, receiver_node, element, env)
+            return Value(kind=HOST)
         if name in api.STATE_RESTORING_METHODS and args:
             self.note_device_state(args[0].value)
         elif name in api.MOVE_METHODS or name in api.MODEL_USE_METHODS:

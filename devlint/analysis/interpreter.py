@@ -22,7 +22,7 @@ from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF,
     SEVERAL_PATH, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, STEP_SAMPLE, TENSOR,
-    OPAQUE_VALUE, TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values, surely_not_none,
+    OPAQUE_VALUE, TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values, key_of, keyed_dict, surely_not_none,
 )
 from .hot_path import is_interval_test
 from .project import absolute_import
@@ -459,7 +459,14 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             self.note_environment_write(environment_key(target), statement)
             self.program.note_container_store(self, target, value, env, statement)
             container = self.eval(target.value, env)
-            if container.kind in (LIST, TUPLE, BATCH) and (container.kind != TUPLE or container.cls in ("list", "dict")):
+            key, name = _literal_key(target), dotted_name(target.value)
+            if key is not None and name is not None and (container.keyed or (
+                    container.kind == LIST and container.cls == "dict" and not container.items)):
+                # `batch["labels"] = batch["labels"].to(device)`: that key now holds the moved tensor
+                entries = dict(container.keyed)
+                entries[key] = value
+                env.values[name] = keyed_dict(tuple(entries.items()), container.origin)
+            elif container.kind in (LIST, TUPLE, BATCH) and (container.kind != TUPLE or container.cls in ("list", "dict")):
                 self.grow_container(container, target.value, value, env)
         elif isinstance(target, cst.StarredElement):
             self.assign(target.value, UNKNOWN_VALUE, env, statement)
@@ -679,6 +686,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 self.eval(element.value, env)
         if not values:
             return Value(kind=LIST, cls="dict", origin=node)
+        keys = [string_value(e.key) if isinstance(e, cst.DictElement) else None for e in node.elements]
+        if all(key is not None for key in keys):
+            return keyed_dict(tuple(zip(keys, values)), node)
         # options beside the tensors (`{"params": ps, "lr": 0.1}`, `{"ids": t, "n": 3}`) say nothing
         # about where the tensors are
         placed = [v for v in values if v.kind != HOST] or values
@@ -728,6 +738,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         base = self.eval(node.value, env)
         for element in node.slice:
             self.eval_children(element, env)
+        key = _literal_key(node)
+        if base.keyed and key is not None:
+            stored = key_of(base, key)
+            if stored is not None:
+                return stored
         if base.kind == TENSOR and isinstance(base.origin, cst.Param) and all(
                 isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Integer) for e in node.slice):
             # `window_size[0]` of an input only guessed to be a tensor (a forward's first parameter):
@@ -1024,6 +1039,13 @@ def _leaves(suite: cst.BaseSuite) -> bool:
         if any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in smalls):
             return True
     return False
+
+
+def _literal_key(node: cst.Subscript) -> Optional[str]:
+    """`d["labels"]`: the key, when it is one string spelled out."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    return string_value(node.slice[0].slice.value)
 
 
 def _operator_text(operator: cst.CSTNode) -> str:

@@ -219,11 +219,15 @@ class Value:
     #: the assignment that put it in the object field it is read from (`self.model = model`), when
     #: that is not where it was made: messages name it, as that is where it could have been placed
     stored: Optional[cst.CSTNode] = field(default=None, compare=False, hash=False)
+    #: a dict whose keys are all spelled out (`{"x": x, "y": y}`, then `d["y"] = ...`): each key's
+    #: value, so `d["y"]` reads that one (`items` and `device` still summarise them all)
+    keyed: Tuple[Tuple[str, "Value"], ...] = ()
 
     def with_device(self, device: Device, origin: Optional[cst.CSTNode] = None, **changes) -> "Value":
         changes.setdefault("alternatives", ())
         changes.setdefault("stray", None)
         changes.setdefault("stored", None)
+        changes.setdefault("keyed", ())
         return replace(self, device=device, origin=origin if origin is not None else self.origin, **changes)
 
     @property
@@ -305,7 +309,28 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         alternatives=alternatives,
         stray=a.stray if a.stray == b.stray else None,  # left behind on one path only: unknown
         nullable=a.nullable or b.nullable,
+        keyed=_joined_keys(a, b),
     )
+
+
+def _joined_keys(a: Value, b: Value) -> Tuple[Tuple[str, Value], ...]:
+    """Per-key values survive a join only when both sides spell out the same keys."""
+    if not a.keyed or [k for k, _ in a.keyed] != [k for k, _ in b.keyed]:
+        return ()
+    return tuple((key, join_values(x, y)) for (key, x), (_, y) in zip(a.keyed, b.keyed))
+
+
+def keyed_dict(entries: Tuple[Tuple[str, Value], ...], origin: Optional[cst.CSTNode]) -> Value:
+    """A dict with these literal keys: one summary of its non-host values, and each key's value."""
+    values = [value for _, value in entries]
+    placed = [value for value in values if value.kind != HOST] or values
+    summary = container_of(placed, "dict") if placed else Value(kind=LIST, cls="dict")
+    return replace(summary, origin=origin, keyed=entries)
+
+
+def key_of(value: Value, key: str) -> Optional[Value]:
+    """The value stored under a literal key of a dict whose keys are spelled out."""
+    return next((item for name, item in value.keyed if name == key), None)
 
 
 def _mixed(a: Value, b: Value, device: Device) -> str:
