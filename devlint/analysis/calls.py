@@ -19,7 +19,8 @@ from .facts import (
     ParallelOnCpu,
 )
 from .lattice import (
-    ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SELECTED,
+    ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, REF,
+    SELECTED,
     SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TYPE_NAME, SOURCE_CURRENT_DEVICE,
     SOURCE_TOKENIZER, SOURCE_UNREGISTERED, DISTRIBUTION,
     HOST_PATH, OWN_FORWARD_MOVES, SYMBOLIC,
@@ -112,6 +113,8 @@ class CallEvaluator:
             return self.program.call_function(callee, node, args, env.guarded, self.recording, self.call_heat, self, env)
         if callee.kind == TOKENIZER:
             return self.tokenizer_call("__call__", node, args)
+        if callee.kind == METHOD and callee.items:  # a bound method called later: `hook(self)`
+            return self.method_call(callee.items[0], func, callee.cls, node, args, env, discarded=False)
         return self.call_value(callee, func, node, args, last_identifier(func), env)
 
     def eval_args(self, node: cst.Call, env) -> List[Arg]:
@@ -709,6 +712,10 @@ class CallEvaluator:
                 self.note_sync(arg.node.value, arg.value, node, f"{name}()")
         if name == "getattr" and len(args) == 3:
             self.note_settings_default(string_value(args[1].node.value), args[2], "config default")
+        if name == "getattr" and len(args) == 2 and args[1].value.literal is not None and first.kind in (OBJECT, MODULE):
+            attribute = args[1].value.literal[0]  # `getattr(callback, hook)` with the hook's name known here
+            if isinstance(attribute, str):
+                return self.attribute_of(first, attribute, node, env)
         if name in _BUILTIN_HOST:
             return Value(kind=HOST)
         if name == "range":

@@ -137,13 +137,14 @@ class ContextRunner:
         # already holds what the move made, and must not be rewritten by it.
         for ident, moved, weak in done.moved:
             caller.note_moved(ident, moved, env, weak)
+        written: Dict[int, Dict[str, Value]] = {}
         for ident, field, value in done.fields:
             if value.kind == OPTIMIZER and value.via is None:  # built by this call (`self._setup_optim(opt)`)
                 value = replace(value, via=call)
             self.heap.store(ident, field, value)
-        touched = {ident for ident, _, _ in done.fields}
-        if touched:
-            env.forget_fields(touched)
+            written.setdefault(ident, {})[field] = value
+        for ident, fields in written.items():
+            env.set_fields(ident, fields)
         if done.sets_gpu:
             env.current_gpu = done.current_gpu
         if done.cuda_initialised is not None and caller.cuda_initialised is None:

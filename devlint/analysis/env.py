@@ -59,13 +59,17 @@ class Env:
             if after is not value:
                 self.values[key] = after
 
-    def forget_fields(self, idents) -> None:
-        """Objects whose fields a callee set: `name.field` paths of their names are stale now
-        (reads go to the heap)."""
-        owners = {key for key, value in self.values.items() if value.ident in idents and "." not in key}
-        if owners:
-            for stale in [k for k in self.values if "." in k and k.split(".", 1)[0] in owners]:
-                del self.values[stale]
+    def set_fields(self, ident: int, fields: Dict[str, Value]) -> None:
+        """A callee set these fields of the object `ident`: every `name.field` path of a name bound
+        to it reads the new value (deeper paths, `name.field.x`, are stale and go). The other fields
+        keep what this state knew of them, so joins with other paths still see them."""
+        owners = [key for key, value in self.values.items() if value.ident == ident and "." not in key]
+        for owner in owners:
+            for field, value in fields.items():
+                prefix = f"{owner}.{field}."
+                for stale in [k for k in self.values if k.startswith(prefix)]:
+                    del self.values[stale]
+                self.values[f"{owner}.{field}"] = value
 
     def keys(self) -> Iterable[str]:
         return self.values.keys()

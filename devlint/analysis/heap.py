@@ -16,7 +16,7 @@ from .lattice import OPTIMIZER, Value, join_values
 
 
 class Heap:
-    __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on")
+    __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on", "_classes")
 
     def __init__(self) -> None:
         self._fields: Dict[int, Dict[str, Value]] = {}
@@ -31,6 +31,15 @@ class Heap:
         #: `Trainer(...)`) makes a new object: the first one's optimizer is not the new one's.
         self._generation: Dict[int, int] = {}
         self._built_on: Dict[int, Tuple[int, int]] = {}
+        #: allocation site -> the class of this file it instantiates (an object met as "one of
+        #: several", a callback in a list, is called through each one's class)
+        self._classes: Dict[int, str] = {}
+
+    def note_class(self, ident: int, cls: str) -> None:
+        self._classes[ident] = cls
+
+    def class_of(self, ident: int) -> Optional[str]:
+        return self._classes.get(ident)
 
     def renew(self, ident: int) -> None:
         """The site `ident` made a new object."""

@@ -144,6 +144,7 @@ LIST = "list"            # a python list/dict whose element is `item`
 ANY = "unknown"
 REF = "ref"              # an imported module or object; `cls` holds its qualified name
 OBJECT = "object"        # an instance of a non-module class defined in the file
+METHOD = "method"        # a method of a class of the file bound to `items[0]` (its name in `cls`)
 DATASET = "dataset"      # a TensorDataset: its device is that of the tensors it holds
 
 # Where a tensor came from; rules use it to pick the code and the words.
@@ -257,7 +258,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     # `self.running = None`, set to a tensor later: where it is used, it is that tensor (None would
     # fail whatever the device)
     for empty, other in ((a, b), (b, a)):
-        if empty.kind == HOST and empty.literal == (None,) and other.kind in (TENSOR, BATCH, MODULE):
+        if empty.kind == HOST and empty.literal == (None,) and other.kind in (TENSOR, BATCH, MODULE, OPTIMIZER):
             return other if other.nullable else replace(other, nullable=True)
     # An empty list on one path and the list filled in a loop on the other: the filled one.
     for empty, filled in ((a, b), (b, a)):

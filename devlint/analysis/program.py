@@ -31,7 +31,7 @@ from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
 from .invocation import site_from
 from .lattice import (
-    ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
+    ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
     SOURCE_UNREGISTERED, DISTRIBUTION, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, join_paths, symbolic,
 )
 from .names import dotted_name, last_identifier, string_value, sub_expressions, walk
@@ -42,6 +42,8 @@ MANUAL_REGISTRATION = frozenset({"add_module", "register_module"})
 #: Text that shows a file cares about accelerators at all.  In a file without
 #: it, `forward` inputs are not assumed to live on an accelerator.
 _ACCELERATOR_TEXT = re.compile(r"cuda|\bmps\b|xpu|accelerat|device|\.to\(")
+#: objects of several classes (a list of callbacks) a method call visits, at most
+_MAX_RECEIVERS = 8
 _LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 _TENSOR_ANNOTATIONS = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor", "torch.LongTensor"})
 
@@ -230,7 +232,8 @@ class Program:
         if (fact.owner, fact.attribute) in self.moved_by_hand:
             return False
         final = info.attrs.get("self." + fact.attribute)
-        return final is None or final.kind in (LIST, TUPLE, ANY)
+        # (still the plain container at the end of `__init__`, not replaced by a registering one)
+        return final is None or final.kind in (LIST, TUPLE, ANY) or (fact.parameters and final.kind == BATCH and final.parameter)
 
     def same_batch(self, origin: Optional[cst.CSTNode], part: cst.CSTNode) -> None:
         """`x, y = batch`: the parts come from the batch's loader."""
@@ -397,6 +400,8 @@ class Program:
         return (value.kind == MODULE and value.stateful is not False) or (value.kind == TENSOR and value.parameter)
 
     def class_attribute(self, base: Value, attr: str) -> Value:
+        if not base.cls and base.aliases and any(attr in self._methods_of(ident) for ident in base.aliases):
+            return Value(kind=METHOD, cls=attr, items=(base,))  # a hook of one of several callbacks
         info = self.classes.get(base.cls)
         if info is None:
             return UNKNOWN_VALUE
@@ -404,6 +409,8 @@ class Program:
         value = self.contexts.field(base, attr)  # this object's own field, when it is known
         if value is None:
             value = info.attrs.get("self." + attr)
+        if value is None and attr in info.methods and base.ident is not None:
+            return Value(kind=METHOD, cls=attr, items=(base,))  # `getattr(callback, hook)`, `step = self.fit`
         if value is None:
             return UNKNOWN_VALUE
         if base.kind == MODULE:
@@ -444,6 +451,7 @@ class Program:
         else:
             return UNKNOWN_VALUE
         self.contexts.heap.allocate(id(node), {})
+        self.contexts.heap.note_class(id(node), info.name)
         init = info.methods.get("__init__")
         built = instance
         if init is not None and caller is not None:
@@ -790,6 +798,8 @@ class Program:
     def call_method(self, receiver: Value, name: str, node: cst.Call, args, caller=None, env: Optional[Env] = None) -> Value:
         """A method of a class of this file; like `call_function`, the first call from a hot loop
         (`self.training_step(batch)`) makes the method hot."""
+        if not receiver.cls and receiver.aliases and caller is not None and env is not None:
+            return self._call_on_each(receiver, name, node, args, caller, env)
         info = self.classes.get(receiver.cls)
         if info is None:
             return UNKNOWN_VALUE
@@ -812,6 +822,26 @@ class Program:
         if receiver.kind == MODULE and result.device == self.self_device() and result.device.kind == SYMBOLIC:
             result = replace(result, device=receiver.device)
         return result
+
+    def _methods_of(self, ident: int) -> Dict[str, "FunctionInfo"]:
+        cls = self.contexts.heap.class_of(ident)
+        info = self.classes.get(cls) if cls is not None else None
+        return self.ensure_class(info).methods if info is not None else {}
+
+    def _call_on_each(self, receiver: Value, name: str, node: cst.Call, args, caller, env: Env) -> Value:
+        """`for cb in self.callbacks: cb.on_train_start(self)` over objects of several classes: each
+        object's own method runs, in the list's order; a class without that method is skipped."""
+        results = []
+        for ident in receiver.aliases[:_MAX_RECEIVERS]:
+            cls = self.contexts.heap.class_of(ident)
+            info = self.classes.get(cls) if cls is not None else None
+            if info is None:
+                return UNKNOWN_VALUE  # (one of them is not an object we know)
+            self.ensure_class(info)
+            if name in info.methods:
+                one = Value(kind=receiver.kind, ident=ident, cls=cls, origin=receiver.origin)
+                results.append(self.call_method(one, name, node, args, caller, env))
+        return join_all(results) if results else UNKNOWN_VALUE
 
     def call_class_method(self, cls: Value, name: str, node: cst.Call, args, caller, env: Env) -> Value:
         """A classmethod or staticmethod called on a class of this file, interpreted in context
