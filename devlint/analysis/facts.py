@@ -169,6 +169,7 @@ class HostSync:
     node: cst.CSTNode       # the call, test or f-string that waits for the accelerator
     tensor: Operand
     how: str                # ".item()", "float()", "if", ...
+    per_item: bool = False  # in a loop over the items of one step (`for i in range(batch_size)`)
 
 
 @dataclass(frozen=True)

@@ -164,9 +164,20 @@ class HotPathTracker:
         # Outside training, metrics read per batch (`.item()`) are common practice; an explicit copy of
         # each batch's output to the host that is not kept for after the loop is a round trip.
         round_trip = how in _ROUND_TRIPS and not self.collecting
-        in_step = (self.in_training_step or (self.in_batch_step and round_trip)) and not self.deciding
+        # A loop of its own inside a step (`for i in range(batch_size): n = lengths[i].item()`) waits
+        # once per item of every batch, in evaluation and inference too.
+        per_item = self.in_item_loop
+        in_step = (self.in_training_step or (self.in_batch_step and round_trip) or per_item) and not self.deciding
         if on_accelerator(value) and in_step and self.first_time("sync", value, node):
-            self.program.facts.host_syncs.append(HostSync(node, Operand(expr, value), how))
+            self.program.facts.host_syncs.append(HostSync(node, Operand(expr, value), how, per_item=per_item))
+
+    @property
+    def in_item_loop(self) -> bool:
+        """Inside a loop that calls no model itself, within a step (a loop that steps a model, or a
+        function every step calls), outside any logging interval."""
+        frames = self.frames
+        return (self.interval_depth == 0 and len(frames) >= 2 and frames[-1].key is not None
+                and not frames[-1].steps and not frames[-1].encloses_steps and any(f.steps for f in frames[:-1]))
 
     def note_tensor_move(self, receiver_node, receiver: Value, node: cst.Call, target, args) -> None:
         """A tensor or batch moved to `target`: created on the host first? fed by a loader?"""

@@ -77,9 +77,10 @@ for step in range(100):
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for fact in facts.host_syncs:
+            every = "for every item of every step" if fact.per_item else "on every step"
             yield Finding(fact.node, (
                 f"{fact.how} on {context.operand(fact.tensor)} ({context.where(fact.tensor.value)}) waits for the "
-                "accelerator on every step; keep it on the device or sync under a logging interval"))
+                f"accelerator {every}; keep it on the device or sync under a logging interval"))
 
 
 class CreatedOnHostThenMoved(Rule):
