@@ -547,7 +547,7 @@ class CallEvaluator:
         if ids is None:
             positional = [a for a in args if a.keyword is None]
             ids = positional[1] if len(positional) > 1 else None
-        has_ids = ids is not None and dotted_name(ids.node.value) != "None"
+        has_ids = _gives_device_ids(ids)
         facts = self.program.facts
         if qualname in api.DATA_PARALLEL:
             wrapper = "DataParallel"
@@ -1141,6 +1141,17 @@ class CallEvaluator:
         if name in _TOKENIZER_BATCH_METHODS:
             return Value(kind=BATCH, device=CPU, origin=node, source=SOURCE_TOKENIZER, in_place_move=True)
         return UNKNOWN_VALUE
+
+
+def _gives_device_ids(ids: Optional[Arg]) -> bool:
+    """Does `device_ids=` surely name GPUs? Not when it is None, nor when it is None on one side of
+    a test the analysis cannot decide (`[device.index] if device.type == "cuda" else None`)."""
+    if ids is None or ids.value.literal == (None,) or dotted_name(ids.node.value) == "None":
+        return False
+    expr = ids.node.value
+    if isinstance(expr, cst.IfExp) and "None" in (dotted_name(expr.body), dotted_name(expr.orelse)):
+        return ids.value.kind in (TUPLE, LIST)
+    return True
 
 
 def _distribution(node: cst.Call, args: List[Arg]) -> Value:

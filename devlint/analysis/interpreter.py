@@ -599,7 +599,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 return Value(kind=DEVICE, device=base.device, origin=base.origin, via=base.via)
             if attr in ("weight", "bias"):
                 return Value(kind=TENSOR, device=base.device, origin=base.origin, via=base.via, parameter=True)
-            if attr == "module":  # DataParallel(model).module
+            if attr == "module" and base.wrapped_at is not None:  # DataParallel(model).module
                 return replace(base, scatters="")
             return self.program.class_attribute(base, attr)
         if kind == OBJECT:
@@ -793,10 +793,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                                    arithmetic=operator != "@")
 
     def eval_Comparison(self, node: cst.Comparison, env: Env) -> Value:
-        left = self.eval(node.left, env)
+        left = _spelled(node.left, self.eval(node.left, env))
         result = left
         for target in node.comparisons:
-            right = self.eval(target.comparator, env)
+            right = _spelled(target.comparator, self.eval(target.comparator, env))
             operator = type(target.operator).__name__
             if left.literal is not None and right.literal is not None and operator in _LITERAL_TESTS:
                 result = Value(kind=HOST, literal=(_LITERAL_TESTS[operator](left.literal[0], right.literal[0]),))
@@ -1039,6 +1039,15 @@ def _leaves(suite: cst.BaseSuite) -> bool:
         if any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in smalls):
             return True
     return False
+
+
+def _spelled(node: cst.BaseExpression, value: Value) -> Value:
+    """A device string compared as text (`device.type == "cuda"`): its literal, to decide the test
+    when the other side is known (a device chosen as `torch.device("cpu")`)."""
+    if value.kind == DEVICE and value.literal is None and isinstance(node, cst.SimpleString):
+        text = string_value(node)
+        return replace(value, literal=(text,)) if text is not None else value
+    return value
 
 
 def _literal_key(node: cst.Subscript) -> Optional[str]:
