@@ -669,6 +669,11 @@ class CallEvaluator:
                 device = children[0].device
                 for child in children[1:]:
                     device = device if child.device == device else UNKNOWN
+            if modules and len(modules) == len(children):
+                # its parts, for `self.blocks[0](x)` and `for blk in self.blocks:` to run their forward
+                part = join_all(modules)
+                return Value(kind=MODULE, device=device, origin=node, ident=id(node), cls=name, stateful=stateful,
+                             items=(part,) if part.cls else ())
         return Value(kind=MODULE, device=device, origin=node, ident=id(node), cls=name, stateful=stateful)
 
     def construction_device(self, args: List[Arg], env, node) -> Device:

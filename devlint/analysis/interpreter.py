@@ -521,7 +521,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if kind == HOST and iterable.literal is None and not iterable.source:  # rows of a numpy array
             return Value(kind=HOST)
         if kind == MODULE:  # iterating a ModuleList/Sequential yields its submodules
-            return Value(kind=MODULE, device=iterable.device, origin=iterable.origin, via=iterable.via, stateful=None)
+            return _part_of(iterable)
         return UNKNOWN_VALUE
 
     # --- expressions ------------------------------------------------------------
@@ -768,7 +768,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if base.device.known:
                 return Value(kind=BATCH, device=base.device, origin=base.origin)
         if base.kind == MODULE:  # nn.Sequential / ModuleList indexing
-            return Value(kind=MODULE, device=base.device, origin=base.origin, via=base.via, stateful=None)
+            return _part_of(base)
         if base.kind == HOST and base.source == SOURCE_LOADER:  # `img[..., ::-1]`: a view of that step's data
             return base
         return UNKNOWN_VALUE
@@ -1039,6 +1039,15 @@ def _leaves(suite: cst.BaseSuite) -> bool:
         if any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in smalls):
             return True
     return False
+
+
+def _part_of(container: Value) -> Value:
+    """A part of an nn.ModuleList/Sequential: where the container is (it moves them all), and, when
+    the parts are modules of this file, one of them (so calling it runs its `forward`)."""
+    part = container.items[0] if container.items else None
+    if part is not None and part.kind == MODULE and part.cls:
+        return part.with_device(container.device, container.origin, via=container.via)
+    return Value(kind=MODULE, device=container.device, origin=container.origin, via=container.via, stateful=None)
 
 
 def _spelled(node: cst.BaseExpression, value: Value) -> Value:
