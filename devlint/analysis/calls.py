@@ -289,6 +289,10 @@ class CallEvaluator:
         project = self.program.place.call(qualname, node, args, env, self.call_heat, self.recording, self.loop_key)
         if project is not None:
             self.escape(args, env)
+            if project.kind == MODULE and project.device.is_cpu and any(a.value.kind == MODULE for a in args):
+                # a module another file builds from the one it is given (`get_path_model(model=m)`) is
+                # made from that module's tensors, wherever they are: its summary cannot say where
+                project = replace(project, device=UNKNOWN)
             if project.kind == MODULE:
                 self.note_created(project.ident)
             return project
