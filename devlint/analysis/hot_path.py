@@ -173,11 +173,13 @@ class HotPathTracker:
 
     @property
     def in_item_loop(self) -> bool:
-        """Inside a loop that calls no model itself, within a step (a loop that steps a model, or a
-        function every step calls), outside any logging interval."""
+        """Inside a loop that calls no model itself, within a training step or a function every step
+        calls (a `forward`), outside any logging interval. (A decoding loop that reads each
+        hypothesis back, in a script's own evaluation loop, is how search is written: not reported.)"""
         frames = self.frames
         return (self.interval_depth == 0 and len(frames) >= 2 and frames[-1].key is not None
-                and not frames[-1].steps and not frames[-1].encloses_steps and any(f.steps for f in frames[:-1]))
+                and not frames[-1].steps and not frames[-1].encloses_steps
+                and any(f.steps and (f.key is None or f.trains) for f in frames[:-1]))
 
     def note_tensor_move(self, receiver_node, receiver: Value, node: cst.Call, target, args) -> None:
         """A tensor or batch moved to `target`: created on the host first? fed by a loader?"""
