@@ -293,6 +293,9 @@ class CallEvaluator:
                 # a module another file builds from the one it is given (`get_path_model(model=m)`) is
                 # made from that module's tensors, wherever they are: its summary cannot say where
                 project = replace(project, device=UNKNOWN)
+            if project.kind == MODULE and any(a.keyword == "device" for a in args):
+                # `SFTLoss(actor, device=...)`: a class of the project told where to build itself
+                project = replace(project, device=self.construction_device(args, env, node))
             if project.kind == MODULE:
                 self.note_created(project.ident)
             return project
