@@ -25,7 +25,7 @@ from .lattice import (
     SOURCE_TOKENIZER, SOURCE_UNREGISTERED, DISTRIBUTION,
     HOST_PATH, OWN_FORWARD_MOVES, SYMBOLIC,
     TENSOR, TOKENIZER,
-    TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, literal_of, symbolic,
+    TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, keyed_dict, literal_of, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier, string_value
 from .project import PROJECT_SOURCE
@@ -367,6 +367,9 @@ class CallEvaluator:
                     return Value(kind=LOADER, origin=node, device=accelerated[0])
             return Value(kind=LOADER, origin=node, device=dataset.device if dataset.kind == DATASET else UNKNOWN,
                          items=dataset.items if dataset.kind == DATASET else ())
+        if qualname in api.NAMESPACES and args and all(a.keyword for a in args):
+            # `SimpleNamespace(input_ids=ids)`: each attribute is the keyword's value
+            return replace(keyed_dict(tuple((a.keyword, a.value) for a in args), node), cls=qualname)
         if api.is_distribution(qualname):
             return _distribution(node, args)
         if qualname in api.TENSOR_DATASETS:

@@ -581,6 +581,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def attribute_of(self, base: Value, attr: str, node: cst.CSTNode, env: Env) -> Value:
         kind = base.kind
+        if base.keyed and base.cls != "dict":  # a namespace: `ns.input_ids` is what it was built with
+            stored = key_of(base, attr)
+            if stored is not None:
+                return stored
         if kind == REF:
             qualname = f"{base.cls}.{attr}"
             return self.program.place.value(qualname, node) or Value(kind=REF, cls=qualname)

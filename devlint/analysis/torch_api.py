@@ -153,6 +153,8 @@ NON_MODULE_BASES = frozenset({
 #: Builtin mappings a class may extend (`class BatchEncoding(dict)`): built from a dict, it holds that
 #: dict's items. A subclass that redefines a lookup method may hold anything.
 MAPPING_BASES = frozenset({"dict", "collections.OrderedDict", "collections.UserDict", "typing.Dict", "OrderedDict"})
+#: Objects whose attributes are the keywords they are built with.
+NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 #: dict methods that change what some key holds: per-key values are forgotten
 DICT_MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"})
 MAPPING_LOOKUPS = frozenset({"__getitem__", "get", "items", "values", "__iter__", "__missing__", "__init__", "__new__"})
