@@ -747,6 +747,13 @@ class CallEvaluator:
             return self.element_of(first, first_node, node)
         if name == "dict" and not args:
             return Value(kind=LIST, cls="dict", origin=node)
+        if name == "dict" and len(args) == 1 and args[0].keyword is None and not args[0].node.star:
+            # `dict(model.named_parameters())`: a dict of the pairs' values (a dict copied: its values)
+            pair = self.element_of(first, first_node, node) if first.kind not in (BATCH,) and first.cls != "dict" else None
+            if pair is None:
+                return replace(first, keyed=()) if first.kind in (BATCH, LIST) else UNKNOWN_VALUE
+            if pair.kind == TUPLE and len(pair.items) == 2:
+                return replace(container_of([pair.items[1]], "dict"), origin=node)
         return UNKNOWN_VALUE
 
     # --- methods ------------------------------------------------------------------------
@@ -1105,7 +1112,8 @@ class CallEvaluator:
 
     def batch_method(self, receiver, receiver_node, name, node, args, env, discarded) -> Optional[Value]:
         element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
-                        stored=receiver.stored, scalar=False if receiver.source else None)
+                        stored=receiver.stored, scalar=False if receiver.source else None,
+                        parameter=receiver.parameter, owner=receiver.owner)
         if name in api.MOVE_METHODS:
             target = self.move_target(name, node, args, env)
             if target is None:

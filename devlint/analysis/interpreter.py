@@ -185,6 +185,13 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         elif isinstance(node, cst.AugAssign):
             left = self.eval(node.target, env)
             right = self.eval(node.value, env)
+            if (left.kind in (LIST, TUPLE) and left.cls == "list" and right.kind in (LIST, TUPLE, BATCH)
+                    and isinstance(node.operator, cst.AddAssign) and dotted_name(node.target) is not None):
+                # `groups += [{"params": [p], "lr": lr}]`: the list may hold those items now
+                for item in (right.items if right.kind == TUPLE else (self.element_of(right, node.value, node.value),)):
+                    left = self.eval(node.target, env)
+                    self.grow_container(left, node.target, item, env)
+                return
             result = self.binary(node, node.target, left, node.value, right, _operator_text(node.operator), env)
             if left.kind == TENSOR and left.parameter and result.kind == TENSOR:
                 # `self.x_min -= 1e-5` works in place: the buffer (or parameter) stays what it was
