@@ -26,8 +26,8 @@ from .lattice import (
 )
 from .hot_path import is_interval_test
 from .project import absolute_import
-from .rebound_fields import may_be_rebound
 from .names import child_nodes, dotted_name, integer_value, last_identifier, string_value, sub_expressions
+from .rebound_fields import may_be_rebound
 
 if TYPE_CHECKING:  # pragma: no cover
     from .program import ClassInfo, Program
