@@ -37,7 +37,7 @@ from .lattice import (
 from .names import dotted_name, last_identifier, string_value, sub_expressions, walk
 from .project import PROJECT_SOURCE, ProjectPlace
 
-MANUAL_REGISTRATION = frozenset({"add_module", "register_module"})
+MANUAL_REGISTRATION = frozenset({"add_module", "register_module", "register_parameter"})
 
 #: Text that shows a file cares about accelerators at all.  In a file without
 #: it, `forward` inputs are not assumed to live on an accelerator.
@@ -100,7 +100,7 @@ class ClassInfo:
         self.buffers: Set[str] = set()
         self.reported: Set[str] = set()
         self.unknown_submodule = False
-        self.registers_manually = False  # __init__ calls add_module/register_module
+        self.registers_manually = False  # __init__ calls add_module/register_module/register_parameter
         self.mapping = False  # extends dict and keeps its lookups: an instance is the dict it was built from
         #: attributes `__init__` also assigns a module to (`self.lins = nn.ModuleList(self.lins)` on a path)
         self.module_assigned: Set[str] = set()
