@@ -31,7 +31,7 @@ _ROUND_TRIPS = frozenset({".cpu()", ".numpy()"})
 
 
 class LoopFrame:
-    __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key", "made")
+    __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key", "made", "over_tensor")
 
     def __init__(self, targets: Set[str], over_loader: bool, key: Optional[int] = None) -> None:
         self.key = key            # the loop statement's identity: calls made in the same loop share it
@@ -42,6 +42,7 @@ class LoopFrame:
         self.created: Set[int] = set()  # modules constructed in the body
         self.over_loader = over_loader
         self.made: Set[int] = set()     # calls evaluated in the body (a tensor made there is made every step)
+        self.over_tensor = False  # `for expert in hit_experts:` walks a tensor's elements on the host
 
 
 def on_accelerator(value: Value) -> bool:
@@ -178,7 +179,7 @@ class HotPathTracker:
         hypothesis back, in a script's own evaluation loop, is how search is written: not reported.)"""
         frames = self.frames
         return (self.interval_depth == 0 and len(frames) >= 2 and frames[-1].key is not None
-                and not frames[-1].steps and not frames[-1].encloses_steps
+                and not frames[-1].steps and not frames[-1].encloses_steps and not frames[-1].over_tensor
                 and any(f.steps and (f.key is None or f.trains) for f in frames[:-1]))
 
     def note_tensor_move(self, receiver_node, receiver: Value, node: cst.Call, target, args) -> None:

@@ -318,11 +318,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         return mentions_device(test)
 
     def exec_loop_body(self, env: Env, run_once, loop: cst.CSTNode, target: Optional[cst.BaseExpression] = None,
-                       over_loader: bool = False) -> Env:
+                       over_loader: bool = False, over_tensor: bool = False) -> Env:
         """Iterate `run_once(env) -> env` to a fixpoint, then once more recording facts."""
         head = env.copy()
         self.loop_depth += 1
-        self.push_frame(target, over_loader, id(loop))
+        self.push_frame(target, over_loader, id(loop)).over_tensor = over_tensor
         try:
             return self._fixpoint(head, run_once)
         finally:
@@ -365,7 +365,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if mentions_device(node.iter):  # `for i in range(torch.cuda.device_count()):` runs only with devices
             env = env.copy()
             env.guarded = True
-        result = self.exec_loop_body(env, run_once, node, node.target, over_loader)
+        # (walking a tensor's elements on the host syncs once per element already)
+        result = self.exec_loop_body(env, run_once, node, node.target, over_loader, over_tensor=iterable.kind in (TENSOR, BATCH))
         result.guarded = guarded
         if node.orelse is not None:
             result = self.exec_suite(node.orelse.body, result)
