@@ -79,8 +79,9 @@ class CallEvaluator:
         if isinstance(func, cst.Attribute):
             key = dotted_name(func)
             bound = self.lookup(key, env) if key is not None else None
-            if bound is not None and bound.kind in (MODULE, TOKENIZER, FUNCTION, ANY, METHOD) or (
-                    bound is not None and bound.kind == OBJECT and bound.cls):  # `self.tokenizer(texts)`: its `__call__`
+            # (an object of this file held in a field is called through its `__call__`: `self.tokenizer(texts)`)
+            if bound is not None and (bound.kind in (MODULE, TOKENIZER, FUNCTION, ANY, METHOD)
+                                      or (bound.kind == OBJECT and bound.cls)):
                 return self.call_bound(bound, func, node, self.eval_args(node, env), env)
             receiver = self.eval(func.value, env)
             name = func.attr.value
