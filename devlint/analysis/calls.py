@@ -750,9 +750,9 @@ class CallEvaluator:
             return Value(kind=LIST, cls="dict", origin=node)
         if name == "dict" and len(args) == 1 and args[0].keyword is None and not args[0].node.star:
             # `dict(model.named_parameters())`: a dict of the pairs' values (a dict copied: its values)
-            pair = self.element_of(first, first_node, node) if first.kind not in (BATCH,) and first.cls != "dict" else None
-            if pair is None:
-                return replace(first, keyed=()) if first.kind in (BATCH, LIST) else UNKNOWN_VALUE
+            if first.kind == BATCH or (first.kind == LIST and first.cls == "dict"):  # a copy of a dict
+                return replace(first, keyed=())
+            pair = self.element_of(first, first_node, node)
             if pair.kind == TUPLE and len(pair.items) == 2:
                 return replace(container_of([pair.items[1]], "dict"), origin=node)
         return UNKNOWN_VALUE
@@ -769,10 +769,8 @@ class CallEvaluator:
             receiver = forgotten
         if name == "update" and args and receiver.kind in (BATCH, LIST) and (receiver.kind == BATCH or receiver.cls == "dict"):
             for arg in args:  # `batch.update(moved)`: it may hold those values now
-                added = arg.value
-                element = (Value(kind=TENSOR, device=added.device, origin=added.origin, source=added.source)
-                           if added.kind == BATCH else added.items[0] if added.kind == LIST and added.items else UNKNOWN_VALUE)
-                self.grow_container(receiver, receiver_node, element, env)
+                added = self.element_of(arg.value, arg.node.value, node) if arg.keyword is None else UNKNOWN_VALUE
+                self.grow_container(receiver, receiver_node, added, env)
             return Value(kind=HOST)
         if name in api.STATE_RESTORING_METHODS and args:
             self.note_device_state(args[0].value)

@@ -344,7 +344,7 @@ class Program:
             else:
                 verdicts.append(None)
         inherited.update(self._class_constants(info, evaluator))
-        info.mapping = mappings == len(verdicts) and mappings > 0 and not api.MAPPING_LOOKUPS & set(info.methods)
+        info.mapping = mappings == len(verdicts) and mappings > 0 and not api.MAPPING_OVERRIDES & set(info.methods)
         if any(verdicts):
             info.is_module = True
         elif all(v is False for v in verdicts):
@@ -827,23 +827,26 @@ class Program:
             result = replace(result, device=receiver.device)
         return result
 
-    def _methods_of(self, ident: int) -> Dict[str, "FunctionInfo"]:
+    def _class_made_at(self, ident: int) -> Optional[ClassInfo]:
+        """The class of this file the allocation site `ident` instantiates (None: not one of ours)."""
         cls = self.contexts.heap.class_of(ident)
         info = self.classes.get(cls) if cls is not None else None
-        return self.ensure_class(info).methods if info is not None else {}
+        return self.ensure_class(info) if info is not None else None
+
+    def _methods_of(self, ident: int) -> Dict[str, "FunctionInfo"]:
+        info = self._class_made_at(ident)
+        return info.methods if info is not None else {}
 
     def _call_on_each(self, receiver: Value, name: str, node: cst.Call, args, caller, env: Env) -> Value:
         """`for cb in self.callbacks: cb.on_train_start(self)` over objects of several classes: each
         object's own method runs, in the list's order; a class without that method is skipped."""
         results = []
         for ident in receiver.aliases[:_MAX_RECEIVERS]:
-            cls = self.contexts.heap.class_of(ident)
-            info = self.classes.get(cls) if cls is not None else None
+            info = self._class_made_at(ident)
             if info is None:
                 return UNKNOWN_VALUE  # (one of them is not an object we know)
-            self.ensure_class(info)
             if name in info.methods:
-                one = Value(kind=receiver.kind, ident=ident, cls=cls, origin=receiver.origin)
+                one = Value(kind=receiver.kind, ident=ident, cls=info.name, origin=receiver.origin)
                 results.append(self.call_method(one, name, node, args, caller, env))
         return join_all(results) if results else UNKNOWN_VALUE
 

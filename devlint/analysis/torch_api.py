@@ -157,7 +157,8 @@ MAPPING_BASES = frozenset({"dict", "collections.OrderedDict", "collections.UserD
 NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 #: dict methods that change what some key holds: per-key values are forgotten
 DICT_MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"})
-MAPPING_LOOKUPS = frozenset({"__getitem__", "get", "items", "values", "__iter__", "__missing__", "__init__", "__new__"})
+#: Methods that make a dict subclass more than the dict it was built from (its own lookups or construction).
+MAPPING_OVERRIDES = frozenset({"__getitem__", "get", "items", "values", "__iter__", "__missing__", "__init__", "__new__"})
 MODULE_BASES = frozenset({
     "torch.nn.Module", "torch.nn.modules.module.Module",
     "pytorch_lightning.LightningModule", "lightning.LightningModule",
