@@ -1,67 +1,49 @@
-"""Call semantics: the torch API, tensor and module methods, builtins.
+"""Call semantics: how a call is dispatched, and module, batch and optimizer methods.
 
-Mixed into `Interpreter`; every decision about an API name goes through
-`torch_api`.
+Mixed into `Interpreter`. Calls of torch and library functions, tensor methods and
+builtins are answered by the handler registries of `handlers/`; the names they know
+are the tables of `torch_api`.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import List, NamedTuple, Optional, Set, Tuple
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
 from . import torch_api as api
+from .call_args import Arg
 from .device_choice import PER_RANK
 from .facts import (
-    ACCELERATOR_DEFAULT, LOAD_WITHOUT_MAP_LOCATION, MODEL_CALL, OPERATION, UNGUARDED_CUDA_API, ApiMisuse,
-    DeviceIdsMismatch, DeviceMismatch, DiscardedMove, HostConversion, MoveBeforeWrap, Operand, OptimizerBeforeMove,
-    ParallelOnCpu,
+    ACCELERATOR_DEFAULT, MODEL_CALL, OPERATION, ApiMisuse, DeviceMismatch, DiscardedMove, HostConversion, Operand,
+    OptimizerBeforeMove, ParallelOnCpu,
 )
+from .handlers.builtins import BUILTINS
+from .handlers.module_methods import MODEL_CALL_METHODS, MODULE_METHODS
+from .handlers.registry import ApiCall
+from .handlers.tensor_methods import TENSOR_METHODS
+from .handlers.torch_functions import FUNCTIONS
 from .lattice import (
-    ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, REF,
-    SELECTED,
-    SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TYPE_NAME, SOURCE_CURRENT_DEVICE,
-    SOURCE_TOKENIZER, SOURCE_UNREGISTERED, DISTRIBUTION,
-    HOST_PATH, OWN_FORWARD_MOVES, SYMBOLIC,
-    TENSOR, TOKENIZER,
-    TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, keyed_dict, literal_of, symbolic,
+    ANY, BATCH, CLASS, CPU, CUDA, DEVICE, DISTRIBUTION, FUNCTION, HOST, HOST_PATH, LIST, METHOD, MODULE, OBJECT,
+    OPTIMIZER, OWN_FORWARD_MOVES, REF, SOURCE_CREATED, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_FACTORY,
+    SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR,
+    TOKENIZER, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, literal_of, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier, string_value
 from .project import PROJECT_SOURCE
+from .value_queries import placed, replaced_part
 
 #: Unknown callables that are surely models or losses, judged by their name.
 _MODEL_NAME = re.compile(r"(^|_)(model|net|network|encoder|decoder|backbone|classifier|generator|discriminator|policy|critic|actor)s?$", re.IGNORECASE)
 _LOSS_NAME = re.compile(r"(^|_)(criterion|loss_fn|loss_func|loss_function|lossfn)$", re.IGNORECASE)
 #: Containers written out at a call: a model or a loss takes them apart itself.
 _LITERAL_CONTAINERS = (cst.List, cst.Dict, cst.ListComp, cst.DictComp)
-_MODULE_CALL_METHODS = frozenset({"forward", "generate", "__call__"})
-_MODULE_SAME_METHODS = frozenset({"half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "share_memory", "zero_grad"})
 _TOKENIZER_BATCH_METHODS = frozenset({"__call__", "encode_plus", "batch_encode_plus", "pad", "apply_chat_template", "prepare_seq2seq_batch"})
-_BUILTIN_HOST = frozenset({"len", "int", "float", "bool", "str", "isinstance", "hasattr", "round", "abs", "repr", "format", "id", "hash", "type", "print", "callable", "issubclass", "open"})
 _INPUT_KEYWORDS = frozenset({"input", "inputs", "x", "input_ids", "pixel_values", "inputs_embeds", "input_values", "input_features", "images", "image", "src", "tgt"})
 #: Recurrent state handed to a model beside its input: it must live on the model's device.
 _STATE_NAME = re.compile(r"^(hidden|hx|h0|c0|h|c|state|states|hidden_state|memory)$", re.IGNORECASE)
 _OPTIMIZER_NAME = re.compile(r"(^|_)(optim|optimizer|optimiser|opt)(_\w+)?$", re.IGNORECASE)
-
-
-def caller_arg(value: Value) -> "Arg":
-    """An argument the analysis passes itself (the index of `dataset[i]`)."""
-    return Arg(cst.Arg(cst.Name("index")), value)
-
-
-class Arg(NamedTuple):
-    node: cst.Arg
-    value: Value
-
-    @property
-    def keyword(self) -> Optional[str]:
-        return self.node.keyword.value if self.node.keyword is not None else None
-
-
-def placed(value: Value) -> bool:
-    """A tensor-like value whose device is known."""
-    return value.device.known and value.kind in (TENSOR, BATCH, ANY)
 
 
 class CallEvaluator:
@@ -281,7 +263,6 @@ class CallEvaluator:
     # --- torch and library functions ----------------------------------------------
 
     def api_call(self, qualname: str, node: cst.Call, args: List[Arg], env) -> Value:
-        name = qualname.rsplit(".", 1)[-1]
         if self.exits(qualname):
             env.dead = True
             return Value(kind=HOST)
@@ -301,129 +282,15 @@ class CallEvaluator:
             if project.kind == MODULE:
                 self.note_created(project.ident)
             return project
-        if qualname in api.AVAILABILITY_CHECKS:
-            return Value(kind=HOST, source="availability")
-        if qualname in api.SELECTED_DEVICE_CALLS:
-            return Value(kind=DEVICE, device=Device(SELECTED), origin=node)
-        if qualname in api.DEVICE_CONSTRUCTORS:
-            return self.make_device(node, args, env)
-        if qualname in api.SET_DEFAULT_DEVICE:
-            env.default_device = self.placement(args[0], node, env) or UNKNOWN if args else UNKNOWN
-            return Value(kind=HOST)
-        if qualname in api.CUDA_ONLY_APIS:
-            if qualname in api.SET_DEVICE:
-                self.program.facts.distributed.set_device = True
-                index = self.device_argument(args[0].node.value, args[0].value, env) if args else None
-                env.current_gpu = index.index if index is not None and index.key != PER_RANK else None
-            if not env.guarded:
-                self.record_misuse(node, UNGUARDED_CUDA_API, qualname)
-                self.unguarded_cuda_calls.append(node)
-            return Value(kind=HOST, source=SOURCE_CURRENT_DEVICE if qualname in api.CURRENT_DEVICE_CALLS else "")
-        if qualname in api.PROCESS_GROUP_INIT:
-            self.note_process_group(node, args)
-            return Value(kind=HOST)
-        if qualname in api.ENVIRONMENT_SETTERS and args:
-            first = args[0].node.value
-            keys = [e.key for e in first.elements if isinstance(e, cst.DictElement)] if isinstance(first, cst.Dict) else [first]
-            for key in keys:
-                self.note_environment_write(key, node)
-            return Value(kind=HOST)
-        if qualname in api.SET_DEFAULT_TENSOR_TYPE:
-            first = args[0].value if args else UNKNOWN_VALUE
-            env.default_device = api.tensor_type_device(first.cls) or UNKNOWN if first.kind == REF else UNKNOWN
-            return Value(kind=HOST)
-        if qualname.startswith("torch.") and qualname.count(".") == 1:
-            if name in api.COPYING_FACTORIES and args and args[0].value.kind == HOST and args[0].value.host_work is not None:
-                self.note_host_work(args[0].node.value, args[0].value, node)
-            if name in api.FACTORIES:
-                return self.factory(name, node, args, env, env.default_device)
-            if name in api.LIKE_FACTORIES:
-                base = args[0].value.device if args else UNKNOWN
-                return self.factory(name, node, args, env, base)
-        device = api.tensor_type_device(qualname)
-        if device is not None:
-            if not args:
-                return _placeholder(node)
-            return Value(kind=TENSOR, device=device, origin=node, scalar=False, source=self.factory_source)
-        if qualname in api.IDENTITY_WRAPPERS or qualname in api.PASS_THROUGH_ITERATORS:
-            return args[0].value if args else UNKNOWN_VALUE
-        if qualname in api.TORCH_LOAD:
-            return self.torch_load(node, args, env)
-        if qualname in api.DATA_LOADERS:
-            dataset = args[0].value if args and args[0].keyword is None else UNKNOWN_VALUE
-            if not any(item.device.is_accelerator or item.device.kind == SYMBOLIC for item in dataset.items):
-                # (a dataset holding device tensors cannot be pinned nor served by workers)
-                self.program.loader_options[id(node)] = (self.literal_option(args, "pin_memory"),
-                                                          self.literal_option(args, "num_workers"))
-            if dataset.kind == OBJECT and not dataset.cls:  # one of several classes by path: unknown
-                return Value(kind=LOADER, origin=node, source=SOURCE_MIXED)
-            if dataset.kind == OBJECT:  # a dataset class of this file: batches are what `__getitem__` gives
-                item = self.program.dataset_item(dataset, node, self, env)
-                parts = [v for v in (item.items if item is not None and item.kind == TUPLE else (item,))
-                         if v is not None and v.kind in (TENSOR, BATCH, ANY)]
-                if any(not v.device.known for v in parts):  # (on the GPU for some callers: unknown)
-                    return Value(kind=LOADER, origin=node, source=SOURCE_MIXED)
-                accelerated = [v.device for v in parts if not v.device.is_cpu]
-                if accelerated:
-                    return Value(kind=LOADER, origin=node, device=accelerated[0])
-            return Value(kind=LOADER, origin=node, device=dataset.device if dataset.kind == DATASET else UNKNOWN,
-                         items=dataset.items if dataset.kind == DATASET else ())
-        if qualname in api.NAMESPACES and args and all(a.keyword for a in args):
-            # `SimpleNamespace(input_ids=ids)`: each attribute is the keyword's value
-            return replace(keyed_dict(tuple((a.keyword, a.value) for a in args), node), cls=qualname)
-        if api.is_distribution(qualname):
-            return _distribution(node, args)
-        if qualname in api.TENSOR_DATASETS:
-            tensors = [a.value for a in args if a.value.kind in (TENSOR, BATCH)]
-            device = tensors[0].device if tensors and len(tensors) == len(args) else UNKNOWN
-            positions: Tuple[Value, ...] = ()
-            if any(t.device != device for t in tensors):
-                device = UNKNOWN
-                if len(tensors) == len(args):  # (data on the CPU, labels on the GPU: each position as it is)
-                    positions = tuple(Value(kind=TENSOR, device=t.device, origin=t.origin, scalar=False) for t in tensors)
-            return Value(kind=DATASET, device=device, origin=node, items=positions)
-        if api.builds_module_state(qualname):
-            for arg in args:  # loaded tensors made the weights of a module (`Embedding.from_pretrained(table)`)
-                self.note_device_state(arg.value)
-        if qualname in api.PARAMETER_CLASSES:
-            inner = args[0].value if args else UNKNOWN_VALUE
-            return Value(kind=TENSOR, device=inner.device, origin=inner.origin or node, parameter=True, scalar=inner.scalar)
-        if qualname in api.DATA_PARALLEL or qualname in api.DISTRIBUTED_DATA_PARALLEL:
-            return self.wrap_parallel(qualname, node, args)
-        if api.is_nn_module_class(qualname):
-            return self.nn_module(name, node, args, env)
-        if qualname.startswith(api.OPTIMIZER_PREFIX) and name[:1].isupper() and not qualname.startswith(api.NOT_OPTIMIZERS):
-            return self.optimizer(name, node, args, env)
-        if api.is_model_factory(qualname):
-            self.note_created(id(node))
-            return Value(kind=MODULE, device=self.construction_device(args, env, node), origin=node, ident=id(node),
-                         cls=name, stateful=True)
-        hf_kind = api.hugging_face_kind(qualname)
-        if hf_kind == "tokenizer" or (hf_kind is None and api.is_hugging_face_tokenizer_class(qualname)):
-            return Value(kind=TOKENIZER, origin=node)
-        if hf_kind == "model":
-            return self.pretrained_model(node, args, env)
-        if hf_kind == "pipeline":
-            return Value(source="device-aware")
-        if api.is_host_library(qualname):
-            self.note_preprocessing(qualname, args, node)
-            for arg in args:
-                self.check_host_conversion(arg.node.value, arg.value, node, qualname, env)
-            batch = _step_data_in(args)
-            if batch is not None and qualname.startswith(api.PREPROCESSING_ROOTS):
-                # `np.stack(frames)` assembles those frames' data; `np.log1p(a)` works on it
-                return batch if qualname in api.NUMPY_ASSEMBLY else replace(batch, host_work=node)
-            return Value(kind=HOST)
-        if api.is_op(qualname):
-            operands = self.operands_of(args)[:1] if name in api.HOST_TARGET_LOSSES else self.operands_of(args)
-            return self.check_operands(node, operands, qualname.replace("torch.nn.functional.", "F."),
-                                       arithmetic=name in api.ARITHMETIC_FUNCTIONS)
+        answer = FUNCTIONS.dispatch(ApiCall(qualname, node, args, env, self))
+        if answer is not None:
+            return answer
         if not qualname.startswith("torch."):
             self.escape(args, env)
         # told the device, or given a module to wrap (`TensorDictModule(net, ...)`): where what it
         # makes lives is that code's business
         if any(a.keyword in ("device", "map_location") or a.value.kind == MODULE for a in args):
-            return Value(source="device-aware")
+            return Value(source=SOURCE_DEVICE_AWARE)
         return UNKNOWN_VALUE
 
     def note_moved(self, ident: int, moved: Value, env, weak: bool = False) -> None:
@@ -480,143 +347,10 @@ class CallEvaluator:
             return UNKNOWN
         return self.device_argument(args[0].node.value, args[0].value, env) or UNKNOWN
 
-    def make_device(self, node: cst.Call, args: List[Arg], env) -> Value:
-        positional = [a for a in args if a.keyword is None]
-        if not positional:
-            return Value(kind=DEVICE, origin=node)
-        first = positional[0]
-        device = first.value.device if first.value.kind == DEVICE else UNKNOWN
-        if device.known and len(positional) > 1:
-            index = integer_value(positional[1].node.value)
-            constant = literal_of(positional[1].value)
-            if index is None and isinstance(constant, int) and not isinstance(constant, bool):
-                index = constant  # `torch.device("cuda", self.main_gpu)`, a known constant
-            # ("cuda", local_rank) is each process's own GPU; ("cuda", current_device()) is whichever is current
-            per_rank = index is None and positional[1].value.source != SOURCE_CURRENT_DEVICE
-            device = replace(device, index=index, key=PER_RANK if per_rank else "")
-        if device.root is not None:  # `torch.device("cuda")` as a whole is the request
-            device = replace(device, root=node)
-        return Value(kind=DEVICE, device=device, origin=node)
-
-    def factory(self, name: str, node: cst.Call, args: List[Arg], env, default: Device) -> Value:
-        device_kw = next((a for a in args if a.keyword == "device"), None)
-        device = default
-        if device_kw is not None:
-            device = self.placement(device_kw, node, env) or UNKNOWN
-        # `torch.rand(n, **tkwargs)`: a device may be in there
-        given = device_kw is not None or any(a.node.star == "**" for a in args)
-        if given and device_kw is None:
-            device = UNKNOWN
-        scalar: Optional[bool] = False
-        if name in api.SCALAR_FACTORIES and not given and args and args[0].value.kind in (TENSOR, BATCH):
-            return replace(args[0].value, kind=TENSOR, origin=node)  # `torch.as_tensor(t)` stays where t is
-        data = args[0].value if args and args[0].keyword is None else UNKNOWN_VALUE
-        # host data of this step (not a batch the loader made: that one is reported as preprocessing)
-        host_copy = (name in api.COPYING_FACTORIES and not given and _host_data(data)
-                     and data.source != SOURCE_LOADER and data.literal is None)
-        if name in api.SCALAR_FACTORIES:
-            data = args[0].node.value if args else None
-            if isinstance(data, (cst.Integer, cst.Float)) or (isinstance(data, cst.UnaryOperation) and isinstance(data.expression, (cst.Integer, cst.Float))):
-                scalar = True
-            elif isinstance(data, cst.Name) and data.value in ("True", "False"):
-                scalar = True
-            elif not isinstance(data, (cst.List, cst.Tuple, cst.ListComp)) and args[0].value.kind not in (LIST, TUPLE):
-                scalar = None  # (a Python list or tuple, however it got here, makes at least one dimension)
-        elif name in api.LIKE_FACTORIES and args:
-            scalar = args[0].value.scalar
-        elif _empty_shape(args):
-            return _placeholder(node)
-        return Value(kind=TENSOR, device=device, origin=node, source=self.factory_source,
-                     scalar=scalar, explicit_device=given, host_copy=host_copy)
-
     def note_device_state(self, value: Value) -> None:
         """What a `torch.load` gave is restored into a module or optimizer, or used as a model."""
         if value.source == SOURCE_LOAD and isinstance(value.origin, cst.Call):
             self.program.facts.requirements.device_state_loads.add(id(value.origin))
-
-    def torch_load(self, node: cst.Call, args: List[Arg], env) -> Value:
-        location = next((a for a in args if a.keyword == "map_location"), None)
-        if location is None:
-            positional = [a for a in args if a.keyword is None]
-            location = positional[1] if len(positional) > 1 else None
-        device = UNKNOWN  # without map_location tensors return to the device they were saved from
-        source = self.program.module.code_for_node(args[0].node.value) if args else ""
-        if location is None:
-            # (a test suite reads back what it wrote, on the machine it runs on)
-            if not env.guarded and not api.HOST_STATE_FILE.search(source) and not self.program.place.is_test_module:
-                self.record_misuse(node, LOAD_WITHOUT_MAP_LOCATION, "torch.load", self.chosen_device_in_scope(env))
-                if api.CHECKPOINT_FILE.search(source) or api.CHECKPOINT_FILE.search(self.scope.method):
-                    # (`load_checkpoint(path)`: its callers, maybe in other files, restore what it reads)
-                    self.program.facts.requirements.device_state_loads.add(id(node))
-        else:
-            device = self.device_argument(location.node.value, location.value, env) or UNKNOWN
-        return Value(kind=BATCH, device=device, origin=node, source=SOURCE_LOAD)
-
-    def wrap_parallel(self, qualname: str, node: cst.Call, args: List[Arg]) -> Value:
-        inner = args[0].value if args else UNKNOWN_VALUE
-        module = Operand(args[0].node.value, inner) if args else None
-        ids = next((a for a in args if a.keyword == "device_ids"), None)
-        if ids is None:
-            positional = [a for a in args if a.keyword is None]
-            ids = positional[1] if len(positional) > 1 else None
-        has_ids = _gives_device_ids(ids)
-        facts = self.program.facts
-        if qualname in api.DATA_PARALLEL:
-            wrapper = "DataParallel"
-            if inner.kind == MODULE and inner.device.is_accelerator and is_move_call(inner.origin) and self.recording:
-                facts.moves_before_wrap.append(MoveBeforeWrap(node, inner.origin))
-        else:
-            # (the wrap is no evidence of where ranks pick their GPU: that is done where the process
-            # group starts, which for a file that only wraps is elsewhere, with its set_device)
-            wrapper = "DistributedDataParallel" if has_ids else ""
-            facts.distributed.requires_accelerator |= has_ids
-            if has_ids and inner.kind == MODULE and inner.device.is_cpu and module and self.first_time("parallel", inner, node):
-                facts.parallel_on_cpu.append(ParallelOnCpu(node, module, "DistributedDataParallel"))
-            part = _replaced_part(inner)
-            if has_ids and part is not None and self.first_time("part", inner, node):
-                facts.parallel_on_cpu.append(ParallelOnCpu(node, part, "DistributedDataParallel"))
-        first_id = _first_literal_id(ids.node.value, ids.value) if has_ids else None
-        if first_id is None and not has_ids and qualname in api.DATA_PARALLEL:
-            first_id = 0  # DataParallel's default device_ids are all GPUs: the module must be on the first
-        # (a hard-coded `cuda:1` is that GPU wherever it runs at all)
-        fixed = (inner.device.kind in (CUDA, SELECTED, UNGUARDED) and inner.device.index is not None
-                 and inner.device.key != PER_RANK)
-        if first_id is not None and module and fixed and inner.device.index != first_id and self.recording:
-            facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, first_id, default_ids=not has_ids))
-        per_rank = _first_per_rank_id(ids.node.value) if has_ids else None
-        if per_rank is not None and module and fixed and self.recording:
-            # `device_ids=[rank]` while the module sits on one constant GPU: every other rank is wrong
-            facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, None, per_rank))
-        return Value(kind=MODULE, device=inner.device, origin=inner.origin or node, ident=inner.ident,
-                     cls=inner.cls, stateful=True, scatters=wrapper, stray=inner.stray if wrapper == "DataParallel" else None,
-                     wrapped_at=node)
-
-    def note_process_group(self, node: cst.Call, args: List[Arg]) -> None:
-        evidence = self.program.facts.distributed
-        evidence.setup = evidence.setup or node
-        backend = next((a for a in args if a.keyword == "backend"), None)
-        if backend is None and args and args[0].keyword is None:
-            backend = args[0]
-        if backend is not None and (string_value(backend.node.value) or "").startswith("nccl"):
-            evidence.requires_accelerator = True
-
-    def optimizer(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
-        """An optimizer remembers the module whose parameters it holds, and where it was then."""
-        owner = _parameters_owner(args[0].node.value) if args and args[0].keyword is None else None
-        module = self.eval(owner, env) if owner is not None else UNKNOWN_VALUE
-        if module.kind == MODULE and module.ident is None and module.aliases:
-            # one of several modules (`for k, n in nets.items()`): built on whichever it is
-            eager = name in api.EAGER_STATE_OPTIMIZERS and module.device.is_cpu
-            return Value(kind=OPTIMIZER, origin=node, cls=name, aliases=module.aliases, device=module.device,
-                         state_at=node if eager else None)
-        if (module.kind != MODULE or module.ident is None) and args and args[0].keyword is None:
-            module = _owning_module(args[0].value)  # param groups: lists and dicts of one module's parameters
-        if module.kind != MODULE or module.ident is None:
-            return Value(kind=OPTIMIZER, origin=node, cls=name)
-        eager = name in api.EAGER_STATE_OPTIMIZERS and module.device.is_cpu
-        self.program.contexts.heap.note_optimizer(node, module.ident)
-        return Value(kind=OPTIMIZER, origin=node, cls=name, ident=module.ident, device=module.device,
-                     state_at=node if eager else None)
 
     def note_optimizers_before_move(self, receiver: Value, target: Device, node: cst.Call, env) -> None:
         """A module moves to an accelerator: optimizers built on it while it was on the CPU."""
@@ -635,77 +369,12 @@ class CallEvaluator:
                     if value.origin is not None:
                         self.optimizers_left_behind.setdefault(id(value.origin), []).append(fact)
 
-    def literal_option(self, args: List[Arg], keyword: str) -> Optional[bool]:
-        arg = next((a for a in args if a.keyword == keyword), None)
-        if arg is None:
-            return None if any(a.node.star == "**" for a in args) else False
-        expr = arg.node.value
-        literal = integer_value(expr)
-        if literal is not None:
-            return api.loader_option(literal)
-        name = dotted_name(expr)
-        if name in ("True", "False"):
-            return api.loader_option(name == "True")
-        if isinstance(expr, cst.Attribute) and expr.attr.value in self.program.argument_defaults:
-            # `num_workers=opt.workers` with `--workers` defaulting to 0: a run without the flag
-            default = self.program.argument_defaults[expr.attr.value]
-            return api.loader_option(default) if isinstance(default, (bool, int)) else None
-        return None
-
-    def nn_module(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
-        # a loss weighted by a 0-dim tensor (`pos_weight=torch.tensor(5.0)`) mixes with GPU tensors
-        # like a number does: only weights with a shape make its device matter
-        keywords = frozenset(a.keyword for a in args if a.keyword and a.value.scalar is not True)
-        stateful = api.nn_class_is_stateful(name, keywords)
-        device = self.construction_device(args, env, node)
-        self.note_created(id(node))
-        # `nn.CrossEntropyLoss(weight=self.empty_weight)`: the tensors it is given become its buffers
-        # as they are, so the module is where they are
-        given = {a.value.device for a in args if a.keyword and a.value.kind == TENSOR and a.value.scalar is not True}
-        if stateful and len(given) == 1 and not any(a.keyword == "device" for a in args):
-            device = next(iter(given))
-        if stateful is None:  # containers: stateful when a child is, and where their children are
-            children = []
-            for arg in args:
-                value = arg.value
-                if arg.node.star:
-                    children.append(UNKNOWN_VALUE)
-                else:
-                    children.extend(value.items if value.kind in (TUPLE, LIST) else (value,))
-            modules = [child for child in children if child.kind == MODULE]
-            if any(child.stateful for child in modules):
-                stateful = True
-            elif modules and len(modules) == len(children) and all(child.stateful is False for child in modules):
-                stateful = False
-            if children:
-                device = children[0].device
-                for child in children[1:]:
-                    device = device if child.device == device else UNKNOWN
-            if modules and len(modules) == len(children):
-                # its parts, for `self.blocks[0](x)` and `for blk in self.blocks:` to run their forward
-                part = join_all(modules)
-                return Value(kind=MODULE, device=device, origin=node, ident=id(node), cls=name, stateful=stateful,
-                             items=(part,) if part.cls else ())
-        return Value(kind=MODULE, device=device, origin=node, ident=id(node), cls=name, stateful=stateful)
-
     def construction_device(self, args: List[Arg], env, node) -> Device:
         """`nn.Linear(4, 4, device=d)`, `create_model(name, device=d)`: built on d."""
         device_kw = next((a for a in args if a.keyword == "device"), None)
         if device_kw is None:
             return env.default_device
         return self.placement(device_kw, node, env) or UNKNOWN
-
-    def pretrained_model(self, node: cst.Call, args: List[Arg], env) -> Value:
-        device_map = next((a for a in args if a.keyword == "device_map"), None)
-        self.note_created(id(node))
-        device = self.construction_device(args, env, node)
-        first = args[0].value if args and args[0].keyword is None else None
-        if first is not None and first.kind in (MODULE, ANY) and first.literal is None and first.cls != "str":
-            # `PeftModel.from_pretrained(base_model, path)` wraps the model it is given: it is where that is
-            device = first.device if first.kind == MODULE else UNKNOWN
-        if device_map is not None:
-            device = device_map.value.device if device_map.value.kind == DEVICE else UNKNOWN
-        return Value(kind=MODULE, device=device, origin=node, ident=id(node), stateful=True, cls="pretrained model")
 
     def check_host_conversion(self, expr, value: Value, node, api_name: str, env) -> None:
         if value.kind == TUPLE and value.items:  # `np.sum([a, b])`: the tensors it holds
@@ -719,43 +388,8 @@ class CallEvaluator:
     # --- builtins ---------------------------------------------------------------------
 
     def builtin_call(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
-        first = args[0].value if args else UNKNOWN_VALUE
-        first_node = args[0].node.value if args else node
-        if name in ("exit", "quit"):
-            env.dead = True
-            return Value(kind=HOST)
-        if name in api.SYNC_BUILTINS:
-            for arg in args if name == "print" else args[:1]:
-                self.note_sync(arg.node.value, arg.value, node, f"{name}()")
-        if name == "getattr" and len(args) == 3:
-            self.note_settings_default(string_value(args[1].node.value), args[2], "config default")
-        if name == "getattr" and len(args) == 2 and args[1].value.literal is not None and first.kind in (OBJECT, MODULE):
-            attribute = args[1].value.literal[0]  # `getattr(callback, hook)` with the hook's name known here
-            if isinstance(attribute, str):
-                return self.attribute_of(first, attribute, node, env)
-        if name in _BUILTIN_HOST:
-            return Value(kind=HOST)
-        if name == "range":
-            return Value(kind=LIST, items=(Value(kind=HOST),))
-        if name == "enumerate":
-            return Value(kind=LIST, items=(Value(kind=TUPLE, items=(Value(kind=HOST), self.element_of(first, first_node, first_node))),))
-        if name == "zip":
-            items = tuple(self.element_of(a.value, a.node.value, a.node.value) for a in args)
-            return Value(kind=LIST, items=(Value(kind=TUPLE, items=items),))
-        if name in api.PASS_THROUGH_ITERATORS:
-            return first
-        if name == "next":
-            return self.element_of(first, first_node, node)
-        if name == "dict" and not args:
-            return Value(kind=LIST, cls="dict", origin=node)
-        if name == "dict" and len(args) == 1 and args[0].keyword is None and not args[0].node.star:
-            # `dict(model.named_parameters())`: a dict of the pairs' values (a dict copied: its values)
-            if first.kind == BATCH or (first.kind == LIST and first.cls == "dict"):  # a copy of a dict
-                return replace(first, keyed=())
-            pair = self.element_of(first, first_node, node)
-            if pair.kind == TUPLE and len(pair.items) == 2:
-                return replace(container_of([pair.items[1]], "dict"), origin=node)
-        return UNKNOWN_VALUE
+        answer = BUILTINS.dispatch(ApiCall(name, node, args, env, self))
+        return answer if answer is not None else UNKNOWN_VALUE
 
     # --- methods ------------------------------------------------------------------------
 
@@ -821,8 +455,8 @@ class CallEvaluator:
                 self.note_settings_default(string_value(positional[0].node.value), positional[1], "config default")
         if kind == ANY and name in api.FRAMEWORK_PLACING_METHODS:
             self.escape(args, env)
-            return Value(source="device-aware")
-        if kind == ANY and name in _MODULE_CALL_METHODS:
+            return Value(source=SOURCE_DEVICE_AWARE)
+        if kind == ANY and name in MODEL_CALL_METHODS:
             return self.call_value(receiver, receiver_node, node, args, last_identifier(receiver_node), env)
         if kind == HOST and receiver.literal is None and not receiver.source and name not in api.MOVE_METHODS \
                 and name not in api.NUMPY_SAME_DATA_METHODS:
@@ -881,7 +515,7 @@ class CallEvaluator:
 
     def move_in_place(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:
         target = self.move_target(name, node, args, env)
-        if target is None or (receiver.kind == ANY and receiver.source == "device-aware"):
+        if target is None or (receiver.kind == ANY and receiver.source == SOURCE_DEVICE_AWARE):
             return receiver  # a pipeline or a prepared object places its parts itself
         key = dotted_name(receiver_node)
         if discarded and receiver.kind == ANY and api.is_tensor_name(last_identifier(receiver_node)):
@@ -902,36 +536,10 @@ class CallEvaluator:
         return moved
 
     def module_method(self, receiver, receiver_node, name, node, args, env) -> Value:
-        if name in api.OFFLOAD_METHODS or name in api.FORWARD_HOOK_REGISTRATIONS:
-            # hooks move the weights at call time (offloading): where the module, and the model it is
-            # part of, is, is unknown
-            for ident in ({receiver.ident, receiver.owner} | set(receiver.aliases)) - {None}:
-                self.note_moved(ident, receiver.with_device(UNKNOWN), env)
-            key = dotted_name(receiver_node)
-            if key is not None:
-                env.values[key] = receiver.with_device(UNKNOWN)
-            return UNKNOWN_VALUE
-        if name in _MODULE_CALL_METHODS and not (name != "forward" and self.program.defines(receiver.cls, name)):
-            # (a `generate` or `__call__` the file writes itself is read like any method: it may move
-            # its input; `forward` is entered by the model call, which checks the input first)
-            return self.module_call(receiver, receiver_node, node, args, name if name != "__call__" else "call", env)
-        if name in _MODULE_SAME_METHODS:
-            return receiver
-        if name in ("parameters", "buffers", "named_parameters", "named_buffers", "children", "modules",
-                    "named_children", "named_modules"):
-            if name.endswith(("children", "modules")):  # submodules: part of the receiver (`owner`)
-                element = Value(kind=MODULE, device=receiver.device, origin=receiver.origin, via=receiver.via,
-                                owner=receiver.ident if receiver.ident is not None else receiver.owner)
-            else:  # a parameter knows its module: it moves with it, and so does an optimizer built on it
-                element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, parameter=True,
-                                owner=receiver.ident)
-            if name.startswith("named_"):
-                element = Value(kind=TUPLE, items=(Value(kind=HOST), element))
-            return Value(kind=LIST, items=(element,))
-        if name == "register_buffer" and len(args) >= 2:
-            self.program.note_buffer(self, args[0].node.value, args[1].value, env)
-            return Value(kind=HOST)
-        if receiver.cls:
+        answer = MODULE_METHODS.dispatch(ApiCall(name, node, args, env, self, receiver, receiver_node))
+        if answer is not None:
+            return answer
+        if receiver.cls:  # a method of a module class of the file
             return self.program.call_method(receiver, name, node, args, self, env)
         return UNKNOWN_VALUE
 
@@ -987,7 +595,7 @@ class CallEvaluator:
             if self.first_time("parallel", callee, node):
                 self.program.facts.parallel_on_cpu.append(ParallelOnCpu(node, Operand(callee_node, callee), "DataParallel"))
             return Value(kind=TENSOR, origin=node)  # reported here: what it returns is no new root cause
-        part = _replaced_part(callee)
+        part = replaced_part(callee)
         if part is not None and self.first_time("part", callee, node):
             if callee.scatters and callee.scatters != OWN_FORWARD_MOVES:
                 self.program.facts.parallel_on_cpu.append(ParallelOnCpu(node, part, callee.scatters))
@@ -1044,68 +652,10 @@ class CallEvaluator:
             # only densities are followed: samples are mostly drawn to act on the host (an
             # environment's step), where syncing each one is the point
             return UNKNOWN_VALUE
-        if name in api.MOVE_METHODS and name != "to_empty":
-            target = self.move_target(name, node, args, env)
-            if name == "cpu":
-                self.note_sync(receiver_node, receiver, node, ".cpu()")
-            if discarded and self.recording and receiver.kind == TENSOR and target is not None:
-                self.program.facts.discarded_moves.append(DiscardedMove(node, Operand(receiver_node, receiver), name))
-            if target is None:
-                return receiver
-            self.note_tensor_move(receiver_node, receiver, node, target, args)
-            return Value(kind=receiver.kind, device=target, origin=node, scalar=receiver.scalar)
-        if name in api.SYNC_METHODS:
-            self.note_sync(receiver_node, receiver, node, f".{name}()")
-        if name in api.TO_NUMPY_METHODS:
-            self.check_host_conversion(receiver_node, receiver, node, f".{name}()", env)
-            return Value(kind=HOST, source=SOURCE_LOADER if receiver.source == SOURCE_LOADER else "",
-                         origin=receiver.origin, via=receiver.via)
-        if name in api.HOST_RESULT_METHODS:
-            return Value(kind=HOST)
-        if name in api.NEW_METHODS:
-            device_kw = next((a for a in args if a.keyword == "device"), None)
-            device = receiver.device
-            if device_kw is not None:
-                device = self.device_argument(device_kw.node.value, device_kw.value, env) or UNKNOWN
-            return Value(kind=TENSOR, device=device, origin=node, source=SOURCE_FACTORY, scalar=False, explicit_device=True)
-        if name == "type" and not args:  # the type's name, on the receiver's device
-            return Value(kind=HOST, device=receiver.device, source=SOURCE_TYPE_NAME)
-        if name == "type" and args and args[0].value.source == SOURCE_TYPE_NAME:  # `eye.type(f_cov.type())`
-            return Value(kind=TENSOR, device=args[0].value.device, origin=node, scalar=receiver.scalar)
-        if name == "type" and args and args[0].value.kind == REF:  # `x.type(torch.cuda.FloatTensor)` moves too
-            cls = args[0].value.cls
-            device = api.tensor_type_device(cls) or (receiver.device if api.is_dtype(cls) else UNKNOWN)
-            return Value(kind=TENSOR, device=device, origin=node if device != receiver.device else receiver.origin,
-                         source=receiver.source if device == receiver.device else "", scalar=receiver.scalar)
-        if name == "type_as" and args:
-            return Value(kind=TENSOR, device=args[0].value.device, origin=node, scalar=receiver.scalar)
-        if name in api.OPERAND_METHODS:
-            operands = [(receiver_node, receiver)] + self.operands_of(args)
-            result = self.check_operands(node, operands, f".{name}()", arithmetic=name in api.ARITHMETIC_METHODS)
-            if name in api.SPLITTING_METHODS or name in api.REDUCTIONS:
-                return replace(result, scalar=None)
-            return result
-        if name in api.SPLITTING_METHODS and args:
-            return Value(kind=BATCH, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
-                         stored=receiver.stored)
-        if name in api.REDUCTIONS or name in api.SPLITTING_METHODS:
-            return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
-                         stored=receiver.stored, scalar=None)
-        if name in api.PAIRED_ARGUMENT_METHODS:
-            keyword = api.PAIRED_ARGUMENT_METHODS[name]
-            paired = next((a for a in args if a.keyword == keyword), None)
-            if paired is None and args and args[0].keyword is None:
-                paired = args[0]
-            if paired is not None:  # `out.backward(gradient=seed)`: the gradient lives where out is
-                self.check_operands(node, [(receiver_node, receiver), (paired.node.value, paired.value)],
-                                    f".{name}()", arithmetic=False)
-        if name == "backward":
-            self.note_step(trains=True)
-            return Value(kind=HOST)
-        if api.is_in_place_method(name):  # `torch.empty(n).zero_()` is that CPU tensor
-            return receiver
-        if name in api.NOT_IN_PLACE:
-            return Value(kind=HOST)
+        answer = TENSOR_METHODS.dispatch(ApiCall(name, node, args, env, self, receiver, receiver_node, discarded))
+        if answer is not None:
+            return answer
+        # any other method computes on the receiver: a tensor where it is
         return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
                      stored=receiver.stored, scalar=receiver.scalar, parameter=False)
 
@@ -1166,100 +716,14 @@ class CallEvaluator:
         return UNKNOWN_VALUE
 
 
-def _gives_device_ids(ids: Optional[Arg]) -> bool:
-    """Does `device_ids=` surely name GPUs? Not when it is None, nor when it is None on one side of
-    a test the analysis cannot decide (`[device.index] if device.type == "cuda" else None`)."""
-    if ids is None or ids.value.literal == (None,) or dotted_name(ids.node.value) == "None":
-        return False
-    expr = ids.node.value
-    if isinstance(expr, cst.IfExp) and "None" in (dotted_name(expr.body), dotted_name(expr.orelse)):
-        return ids.value.kind in (TUPLE, LIST)
-    return True
 
 
-def _distribution(node: cst.Call, args: List[Arg]) -> Value:
-    """A distribution over tensor parameters: a tensor where they are (`Normal(0., 1.)`: 0-dim on the CPU)."""
-    values = [a.value for a in args if a.keyword not in ("validate_args", "event_dims")]
-    if any(v.kind not in (TENSOR, HOST) or (v.kind == HOST and v.literal is None) for v in values):
-        return UNKNOWN_VALUE  # (parameters the analysis does not know, or a base distribution and transforms)
-    shaped = [v for v in values if v.kind == TENSOR and v.scalar is not True]
-    devices = {v.device for v in shaped}
-    if not shaped:
-        return Value(kind=TENSOR, device=CPU, origin=node, scalar=True, cls=DISTRIBUTION)
-    if len(devices) != 1 or not shaped[0].device.known:
-        return UNKNOWN_VALUE
-    return Value(kind=TENSOR, device=shaped[0].device, origin=node, scalar=False, cls=DISTRIBUTION)
 
 
-def _step_data_in(args: List[Arg]) -> Optional[Value]:
-    """The host data of one step (a batch's `.numpy()`, a list of frames) among a call's arguments."""
-    for arg in args:
-        value = arg.value.items[0] if arg.value.kind == LIST and arg.value.items else arg.value
-        if value.source == SOURCE_LOADER and value.kind == HOST:
-            return value
-    return None
 
 
-def _placeholder(node: cst.Call) -> Value:
-    """`torch.Tensor()`, `torch.empty(0)`: a tensor with no elements, kept until a real one replaces
-    it (`self.out = torch.Tensor()` in `__init__`, set by `fw()`). Where it is, says nothing."""
-    return Value(kind=TENSOR, origin=node)
 
 
-def _empty_shape(args) -> bool:
-    """`torch.empty(0)`, `torch.zeros(0)`: a factory asked for no elements."""
-    positional = [a for a in args if a.keyword is None]
-    return len(positional) == 1 and isinstance(positional[0].node.value, cst.Integer) and positional[0].node.value.value == "0"
-
-
-def is_move_call(node) -> bool:
-    """Is `node` a `.to(...)`/`.cuda()` call: did a value get its device there (rather than being built there)?"""
-    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in api.MOVE_METHODS)
-
-
-def _owning_module(value: Value) -> Value:
-    """The module all the parameters inside `value` (lists, dicts, param groups) belong to, seen as
-    a module value where those parameters are; unknown when there are several or none."""
-    owners = set()
-    devices = set()
-    stack = [(value, 0)]
-    while stack:
-        current, level = stack.pop()
-        if current.kind in (TENSOR, BATCH) and current.parameter and current.owner is not None:
-            owners.add(current.owner)
-            devices.add(current.device)
-        elif current.items and level < 4:
-            stack.extend((item, level + 1) for item in current.items)
-        elif current.kind not in (HOST, LIST, TUPLE, BATCH):
-            return UNKNOWN_VALUE
-    if len(owners) != 1 or len(devices) != 1:
-        return UNKNOWN_VALUE
-    return Value(kind=MODULE, device=devices.pop(), ident=owners.pop())
-
-
-def _first_per_rank_id(expr: cst.BaseExpression) -> Optional[str]:
-    """`device_ids=[local_rank]`: the name each process's own GPU index comes from."""
-    if isinstance(expr, (cst.List, cst.Tuple)) and len(expr.elements) == 1:
-        return dotted_name(expr.elements[0].value)
-    return None
-
-
-def _first_literal_id(expr: cst.BaseExpression, value: Value) -> Optional[int]:
-    """The first of `device_ids=[0, 1]`, written out or a constant the analysis knows (`cfg.gpu_ids`)."""
-    if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
-        return integer_value(expr.elements[0].value)
-    if value.kind == TUPLE and value.items:
-        first = literal_of(value.items[0])
-        return first if isinstance(first, int) and not isinstance(first, bool) else None
-    return None
-
-
-def _host_data(value: Value) -> bool:
-    """Numbers or arrays on the host: a numpy array, or a Python list or tuple of host values."""
-    if value.kind in (LIST, TUPLE) and value.items:
-        return all(item.kind == HOST for item in value.items)
-    return value.kind == HOST
 
 
 def _dict_view(element: Value, name: str) -> Optional[Value]:
@@ -1289,20 +753,3 @@ def _held_optimizers(values, module: int) -> List[Value]:
     return found
 
 
-def _parameters_owner(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """`model.parameters()`, `filter(f, model.parameters())` -> `model`."""
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "filter" and len(expr.args) == 2:
-        expr = expr.args[1].value
-    if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
-            and expr.func.attr.value in ("parameters", "named_parameters")
-            and isinstance(expr.func.value, (cst.Name, cst.Attribute))):
-        return expr.func.value
-    return None
-
-
-def _replaced_part(module: Value) -> Optional[Operand]:
-    """The part a module left on the CPU (`model.fc = nn.Linear(...)` after its move), as an operand."""
-    statement = module.stray
-    if not isinstance(statement, cst.Assign) or module.kind != MODULE:
-        return None
-    return Operand(statement.targets[0].target, Value(kind=MODULE, device=CPU, origin=statement.value, stateful=True))

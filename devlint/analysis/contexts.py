@@ -11,11 +11,12 @@ and the caller falls back to the callee's generic summary.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
 from . import torch_api as api
+from .declarations import FunctionInfo, ProgramServices
 from .env import Env
 from .facts import fact_counts, note_callers
 from .heap import Heap
@@ -26,8 +27,6 @@ from .invocation import (
 from .lattice import DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, UNKNOWN_VALUE, Value, join_all, join_paths
 from .names import string_value
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .program import FunctionInfo, Program
 
 #: Statements interpreted per byte of source before calls stop being entered in context.
 WORK_PER_BYTE = 4
@@ -35,7 +34,7 @@ MIN_WORK = 20_000
 
 
 class ContextRunner:
-    def __init__(self, program: "Program", source_size: int) -> None:
+    def __init__(self, program: ProgramServices, source_size: int) -> None:
         self.program = program
         self.heap = Heap()
         self.memo: Dict[tuple, Invocation] = {}
@@ -56,7 +55,7 @@ class ContextRunner:
 
     # --- the call ---------------------------------------------------------------
 
-    def invoke(self, info: "FunctionInfo", receiver: Optional[Value], site: CallSite,
+    def invoke(self, info: FunctionInfo, receiver: Optional[Value], site: CallSite,
                caller: Interpreter, caller_env: Env) -> Optional[Invocation]:
         node_id = id(info.node)
         if node_id in self.stack or len(self.stack) >= MAX_DEPTH or self.exhausted:
@@ -88,7 +87,7 @@ class ContextRunner:
         self._apply(done, caller, caller_env, site.node)
         return replace(done, result=_returned_through(done.result, site, bound))
 
-    def _run(self, info: "FunctionInfo", receiver: Optional[Value], bound: Dict[str, Value],
+    def _run(self, info: FunctionInfo, receiver: Optional[Value], bound: Dict[str, Value],
              site: CallSite) -> Invocation:
         program = self.program
         owner = info.owner
@@ -156,7 +155,7 @@ class ContextRunner:
 
     # --- values ---------------------------------------------------------------------
 
-    def default_value(self, info: "FunctionInfo", param: cst.Param) -> Value:
+    def default_value(self, info: FunctionInfo, param: cst.Param) -> Value:
         """A parameter left to its default: a device string is the caller's choice (no fallback
         needed at the signature), any other default is evaluated where the function was defined."""
         text = string_value(param.default)
@@ -168,7 +167,7 @@ class ContextRunner:
         value = evaluator.eval(param.default, Env())
         return value if value.kind == HOST else UNKNOWN_VALUE
 
-    def fields_seen_by(self, info: "FunctionInfo", receiver: Value, name: str) -> Dict[str, Value]:
+    def fields_seen_by(self, info: FunctionInfo, receiver: Value, name: str) -> Dict[str, Value]:
         """`self.x` as the method sees it: the object's fields, else what the class's constructor sets."""
         program = self.program
         owner = info.owner
@@ -212,6 +211,6 @@ def _anonymous(value: Value) -> Value:
     return replace(value, ident=None, aliases=()) if value.ident is not None or value.aliases else value
 
 
-def _is_static(info: "FunctionInfo") -> bool:
+def _is_static(info: FunctionInfo) -> bool:
     return any(getattr(d.decorator, "value", None) == "staticmethod" for d in info.node.decorators)
 

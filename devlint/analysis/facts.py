@@ -77,6 +77,9 @@ class DeviceIdsMismatch:
     first_id: Optional[int]
     per_rank: str = ""      # device_ids=[NAME]: each rank's own GPU, against a module on one constant GPU
     default_ids: bool = False  # DataParallel without device_ids: all GPUs, from GPU 0
+    #: device_ids a list the analysis cannot read the first GPU of (`[i for i in args.gpus if ...]`),
+    #: against a module on one constant GPU: the expression, for the message
+    unread_ids: str = ""
 
 
 @dataclass(frozen=True)

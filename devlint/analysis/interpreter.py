@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from . import torch_api as api
-from .calls import Arg, CallEvaluator
+from .declarations import ClassInfo, ProgramServices
+from .call_args import Arg
+from .calls import CallEvaluator
 from .device_choice import PER_RANK, DeviceChoiceTracker, environment_key
 from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF,
-    SEVERAL_PATH, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, STEP_SAMPLE, TENSOR,
+    SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE, SOURCE_DEVICE_TYPE, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE,
+    STEP_SAMPLE, TENSOR,
     OPAQUE_VALUE, TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values, key_of, keyed_dict, surely_not_none,
 )
 from .hot_path import is_interval_test
@@ -29,8 +32,6 @@ from .project import absolute_import
 from .names import child_nodes, dotted_name, integer_value, last_identifier, string_value, sub_expressions
 from .rebound_fields import may_be_rebound
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .program import ClassInfo, Program
 
 MAX_LOOP_ITERATIONS = 4
 #: A test or loop that names one of these depends on the device (`if args.cuda:`,
@@ -55,7 +56,7 @@ _LITERAL_TESTS = {
 class Scope:
     """Where the interpreter runs: module level, a function, or a method."""
 
-    def __init__(self, owner: Optional["ClassInfo"] = None, method: str = "", outer: Sequence[Env] = (),
+    def __init__(self, owner: Optional[ClassInfo] = None, method: str = "", outer: Sequence[Env] = (),
                  parameters: frozenset = frozenset(), node: Optional[cst.FunctionDef] = None,
                  builds: bool = False) -> None:
         self.owner = owner
@@ -71,7 +72,7 @@ class Scope:
 
 
 class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
-    def __init__(self, program: "Program", scope: Scope, hot: str = "") -> None:
+    def __init__(self, program: ProgramServices, scope: Scope, hot: str = "") -> None:
         self.program = program
         self.scope = scope
         self.silent = 0
@@ -217,7 +218,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         elif isinstance(node, cst.ImportFrom):
             self.exec_import_from(node, env)
         elif isinstance(node, cst.Assert):
-            if self.truth_test(self.eval(node.test, env)).source == "availability":
+            if self.truth_test(self.eval(node.test, env)).source == SOURCE_AVAILABILITY:
                 env.guarded = True  # `assert torch.cuda.is_available()`
         elif isinstance(node, cst.Del):
             pass
@@ -248,7 +249,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             self.note_sync(node.test, test, node.test, "if")
         finally:
             self.deciding -= deciding
-        if test.literal is not None and test.source != "availability" and not self.reads_rebound_fields(node.test):
+        if test.literal is not None and test.source != SOURCE_AVAILABILITY and not self.reads_rebound_fields(node.test):
             # `if as_tensor:` with `as_tensor=True` bound by the call: only one branch runs
             if test.literal[0]:
                 return self.exec_suite(node.body, env)
@@ -313,7 +314,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def is_device_choice(self, test: cst.BaseExpression, value: Value) -> bool:
         """Does this test choose between an accelerator and the CPU?"""
-        if value.source == "availability":
+        if value.source == SOURCE_AVAILABILITY:
             return True
         return mentions_device(test)
 
@@ -489,7 +490,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                          scalar=False if value.source else None)
         if value.kind == LIST and value.items:
             return value.items[0]
-        if value.source in ("device-aware", SOURCE_OPAQUE) and value.kind == ANY:
+        if value.source in (SOURCE_DEVICE_AWARE, SOURCE_OPAQUE) and value.kind == ANY:
             return value  # `model, loader = accelerator.prepare(model, loader)`
         if value.kind == TENSOR:  # `values, indices = torch.max(t, 1)`, `a, b = t.chunk(2)`
             return Value(kind=TENSOR, device=value.device, origin=value.origin, via=value.via, source=value.source,
@@ -504,7 +505,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return _host_sample(element, origin) if element is not None else UNKNOWN_VALUE
         if kind == LOADER or (kind not in (LIST, TUPLE, BATCH, TENSOR, MODULE, HOST, DEVICE, REF)
                                 and not iterable.device.known and api.is_loader_name(last_identifier(node))
-                                and iterable.source not in ("device-aware", SOURCE_MIXED, SOURCE_OPAQUE)):
+                                and iterable.source not in (SOURCE_DEVICE_AWARE, SOURCE_MIXED, SOURCE_OPAQUE)):
             if kind == LOADER and iterable.source == SOURCE_MIXED:
                 return UNKNOWN_VALUE  # a dataset whose items may already be on the accelerator
             if kind == LOADER and iterable.origin is not None:
@@ -569,7 +570,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if value.kind == REF and value.cls in api.AVAILABILITY_CHECKS:
             # the function, not its answer: a bug where it is tested for truth (`if torch.cuda.is_available:`
             # is always true), not where it is used as an object (`hasattr(torch.cuda.device_count, ...)`)
-            return Value(kind=HOST, source="availability", cls=_UNCALLED + value.cls, origin=node)
+            return Value(kind=HOST, source=SOURCE_AVAILABILITY, cls=_UNCALLED + value.cls, origin=node)
         return value
 
     def asks_interval(self, test: cst.BaseExpression) -> bool:
@@ -618,7 +619,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return self.program.class_attribute(base, attr)
         if kind == DEVICE and attr in ("type", "index"):
             known = base.device.kind in ("cpu", "cuda", "mps", "xpu", "meta") and attr == "type"
-            return Value(kind=HOST, source="device-type", literal=(base.device.kind,) if known else None)
+            return Value(kind=HOST, source=SOURCE_DEVICE_TYPE, literal=(base.device.kind,) if known else None)
         if kind == ANY and attr == "device" and not _names_settings(node):
             # the device of a value we do not know (not `args.device`, a chosen device): unknown,
             # and a callee's `device` parameter bound to it is no device variable to guess about
@@ -824,8 +825,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if operator in ("Is", "IsNot", "In", "NotIn"):
                 result = Value(kind=HOST, source=left.source or right.source)
                 continue
-            if left.kind == DEVICE or right.kind == DEVICE or "device-type" in (left.source, right.source):
-                result = Value(kind=HOST, source="availability")
+            if left.kind == DEVICE or right.kind == DEVICE or SOURCE_DEVICE_TYPE in (left.source, right.source):
+                result = Value(kind=HOST, source=SOURCE_AVAILABILITY)
                 continue
             result = self.binary(node, node.left, left, target.comparator, right, "==", env)
             if result.kind != TENSOR:
@@ -863,8 +864,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         right = self.eval(node.right, right_env)
         self.truth_test(left)
         self.truth_test(right)
-        if "availability" in (left.source, right.source):
-            return Value(kind=HOST, source="availability")
+        if SOURCE_AVAILABILITY in (left.source, right.source):
+            return Value(kind=HOST, source=SOURCE_AVAILABILITY)
         if left.literal is not None and right.literal is not None:  # `distributed and "cuda" in kind`
             first = bool(left.literal[0])
             chosen = (right if first else left) if isinstance(node.operator, cst.And) else (left if first else right)
@@ -892,7 +893,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def eval_IfExp(self, node: cst.IfExp, env: Env) -> Value:
         test = self.truth_test(self.eval(node.test, env))
-        if test.literal is not None and test.source != "availability" and not self.reads_rebound_fields(node.test):
+        if test.literal is not None and test.source != SOURCE_AVAILABILITY and not self.reads_rebound_fields(node.test):
             return self.eval(node.body if test.literal[0] else node.orelse, env)
         split = self.is_device_choice(node.test, test)
         body_env, else_env = env.copy(), env.copy()

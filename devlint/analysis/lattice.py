@@ -14,26 +14,47 @@ devices (cpu, cuda[:i], mps, xpu, meta) sit beside three abstract ones:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-CPU_KIND = "cpu"
-CUDA = "cuda"
-MPS = "mps"
-XPU = "xpu"
-META = "meta"
-SELECTED = "selected"
-UNGUARDED = "unguarded"
-SYMBOLIC = "symbolic"
-UNKNOWN_KIND = "unknown"
+class _Name(str, Enum):
+    """An enumeration whose members are also the strings they stand for (in messages, JSON, and
+    where a device kind is read from a string such as `"mps"`)."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class DeviceKind(_Name):
+    CPU = "cpu"
+    CUDA = "cuda"
+    MPS = "mps"
+    XPU = "xpu"
+    META = "meta"
+    SELECTED = "selected"
+    UNGUARDED = "unguarded"
+    SYMBOLIC = "symbolic"
+    UNKNOWN = "unknown"
+
+
+CPU_KIND = DeviceKind.CPU
+CUDA = DeviceKind.CUDA
+MPS = DeviceKind.MPS
+XPU = DeviceKind.XPU
+META = DeviceKind.META
+SELECTED = DeviceKind.SELECTED
+UNGUARDED = DeviceKind.UNGUARDED
+SYMBOLIC = DeviceKind.SYMBOLIC
+UNKNOWN_KIND = DeviceKind.UNKNOWN
 
 ACCELERATOR_KINDS = frozenset({CUDA, MPS, XPU, SELECTED, UNGUARDED})
 
 
 @dataclass(frozen=True)
 class Device:
-    kind: str
+    kind: str  # a DeviceKind (a plain string such as "mps" is the same kind)
     index: Optional[int] = None
     key: str = ""  # for symbolic devices: the expression or owner they stand for
     #: where an accelerator with no fallback was asked for (the string, `.cuda()`): the one root every
@@ -129,49 +150,81 @@ def conflicts(a: Device, b: Device) -> bool:
 
 # --- values -----------------------------------------------------------------
 
-MODULE = "module"
-TENSOR = "tensor"
-BATCH = "batch"          # a collection of tensors: tuples, dicts, BatchEncoding
-TUPLE = "tuple"          # a tuple whose items are known one by one
-OPTIMIZER = "optimizer"
-LOADER = "loader"
-DEVICE = "device"
-HOST = "host"            # python numbers, numpy arrays, shapes
-TOKENIZER = "tokenizer"
-CLASS = "class"          # a class object we know (its name is in `cls`)
-FUNCTION = "function"    # a function defined in the file (its name in `cls`)
-LIST = "list"            # a python list/dict whose element is `item`
-ANY = "unknown"
-REF = "ref"              # an imported module or object; `cls` holds its qualified name
-OBJECT = "object"        # an instance of a non-module class defined in the file
-METHOD = "method"        # a method of a class of the file bound to `items[0]` (its name in `cls`)
-DATASET = "dataset"      # a TensorDataset: its device is that of the tensors it holds
+class Kind(_Name):
+    """What a value is."""
 
-# Where a tensor came from; rules use it to pick the code and the words.
-SOURCE_FACTORY = "factory"          # made without device= in `forward` or a loop
-SOURCE_CREATED = "created"          # made elsewhere
-SOURCE_STEP = "step"                # made in a helper called every step (from a loop or a forward)
-SOURCE_LOADER = "loader"
-SOURCE_TOKENIZER = "tokenizer"
-SOURCE_LOAD = "torch.load"
-SOURCE_UNREGISTERED = "unregistered"  # a plain tensor attribute of a module, seen from its methods
-#: a value known on one path and not on another (`t.device if is_tensor(t) else cpu`, a loader
-#: replaced under a flag): unknown, and not to be guessed from its variable's name
-SOURCE_MIXED = "mixed"
-#: what a call the analysis cannot see into returned: unknown, and not guessed from its name
-SOURCE_OPAQUE = "opaque"
+    MODULE = "module"
+    TENSOR = "tensor"
+    BATCH = "batch"          # a collection of tensors: tuples, dicts, BatchEncoding
+    TUPLE = "tuple"          # a tuple whose items are known one by one
+    OPTIMIZER = "optimizer"
+    LOADER = "loader"
+    DEVICE = "device"
+    HOST = "host"            # python numbers, numpy arrays, shapes
+    TOKENIZER = "tokenizer"
+    CLASS = "class"          # a class object we know (its name is in `cls`)
+    FUNCTION = "function"    # a function defined in the file (its name in `cls`)
+    LIST = "list"            # a python list/dict whose element is `item`
+    ANY = "unknown"
+    REF = "ref"              # an imported module or object; `cls` holds its qualified name
+    OBJECT = "object"        # an instance of a non-module class defined in the file
+    METHOD = "method"        # a method of a class of the file bound to `items[0]` (its name in `cls`)
+    DATASET = "dataset"      # a TensorDataset: its device is that of the tensors it holds
+
+
+MODULE, TENSOR, BATCH, TUPLE = Kind.MODULE, Kind.TENSOR, Kind.BATCH, Kind.TUPLE
+OPTIMIZER, LOADER, DEVICE, HOST, TOKENIZER = Kind.OPTIMIZER, Kind.LOADER, Kind.DEVICE, Kind.HOST, Kind.TOKENIZER
+CLASS, FUNCTION, LIST, ANY, REF = Kind.CLASS, Kind.FUNCTION, Kind.LIST, Kind.ANY, Kind.REF
+OBJECT, METHOD, DATASET = Kind.OBJECT, Kind.METHOD, Kind.DATASET
+
+
+class Source(_Name):
+    """Where a value came from; rules use it to pick the code and the words."""
+
+    NONE = ""
+    FACTORY = "factory"            # made without device= in `forward` or a loop
+    CREATED = "created"            # made elsewhere
+    STEP = "step"                  # made in a helper called every step (from a loop or a forward)
+    LOADER = "loader"
+    TOKENIZER = "tokenizer"
+    LOAD = "torch.load"
+    UNREGISTERED = "unregistered"  # a plain tensor attribute of a module, seen from its methods
+    #: a value known on one path and not on another (`t.device if is_tensor(t) else cpu`, a loader
+    #: replaced under a flag): unknown, and not to be guessed from its variable's name
+    MIXED = "mixed"
+    #: what a call the analysis cannot see into returned: unknown, and not guessed from its name
+    OPAQUE = "opaque"
+    #: `t.type()`: the name of t's tensor type, which carries t's device (`x.type(t.type())` moves x there)
+    TYPE_NAME = "type-name"
+    #: `torch.cuda.current_device()`: the index of whichever GPU is current, which is GPU 0 in every
+    #: process until `torch.cuda.set_device` says otherwise (not a per-rank index)
+    CURRENT_DEVICE = "current-device"
+    #: the answer of an accelerator-availability test (`torch.cuda.is_available()`, `device.type == "cuda"`)
+    AVAILABILITY = "availability"
+    #: `device.type`: the kind of a device, compared to decide where code runs
+    DEVICE_TYPE = "device-type"
+    #: made by code told where to put it (a pipeline, a call given `device=`): it places its parts itself
+    DEVICE_AWARE = "device-aware"
+    #: what a function of another file of the project gave (its summary)
+    PROJECT = "project"
+
+
+SOURCE_FACTORY, SOURCE_CREATED, SOURCE_STEP = Source.FACTORY, Source.CREATED, Source.STEP
+SOURCE_LOADER, SOURCE_TOKENIZER, SOURCE_LOAD = Source.LOADER, Source.TOKENIZER, Source.LOAD
+SOURCE_UNREGISTERED, SOURCE_MIXED, SOURCE_OPAQUE = Source.UNREGISTERED, Source.MIXED, Source.OPAQUE
+SOURCE_TYPE_NAME, SOURCE_CURRENT_DEVICE = Source.TYPE_NAME, Source.CURRENT_DEVICE
+SOURCE_AVAILABILITY, SOURCE_DEVICE_TYPE, SOURCE_DEVICE_AWARE = Source.AVAILABILITY, Source.DEVICE_TYPE, Source.DEVICE_AWARE
+
 #: the `scatters` of a module whose own `forward` moves its input where it needs it (ignite's
 #: InceptionModel: `data = data.to(self._device)`): its callers may pass any device
 OWN_FORWARD_MOVES = "its forward"
 #: the `cls` of host data a generator or an `__iter__` yields, one step at a time (a video frame):
 #: treated as a loader's batch, named for what it is
 STEP_SAMPLE = "step-sample"
-#: `t.type()`: the name of t's tensor type, which carries t's device (`x.type(t.type())` moves x there)
-SOURCE_TYPE_NAME = "type-name"
-#: `torch.cuda.current_device()`: the index of whichever GPU is current, which is GPU 0 in every
-#: process until `torch.cuda.set_device` says otherwise (not a per-rank index)
-SOURCE_CURRENT_DEVICE = "current-device"
 
+
+#: The `cls` of `range(n)` (counted from 0) and of the numbers it yields: device_ids made from it start at GPU 0
+RANGE = "range"
 
 #: The `cls` of a `torch.distributions` object: it holds tensors where its parameters are, but has
 #: no `.to()` and cannot be registered on a module.
@@ -180,10 +233,10 @@ DISTRIBUTION = "torch.distributions.Distribution"
 
 @dataclass(frozen=True)
 class Value:
-    kind: str = ANY
+    kind: Kind = Kind.ANY
     device: Device = UNKNOWN
     origin: Optional[cst.CSTNode] = None   # the node where it got its device
-    source: str = ""                       # SOURCE_* tag
+    source: Source = Source.NONE
     ident: Optional[int] = None            # object identity for in-place module moves
     cls: str = ""                          # class or function name
     stateful: Optional[bool] = None        # module has parameters/buffers
@@ -229,6 +282,8 @@ class Value:
         changes.setdefault("stray", None)
         changes.setdefault("stored", None)
         changes.setdefault("keyed", ())
+        if origin is not None:  # it got its device here, not in the callee it came back from
+            changes.setdefault("via", None)
         return replace(self, device=device, origin=origin if origin is not None else self.origin, **changes)
 
     @property

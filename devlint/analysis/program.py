@@ -25,14 +25,16 @@ from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerat
 from .rebound_fields import fields_rebound, may_be_rebound
 from .apply_overrides import attributes_applied
 from .call_order import callers_first, calls_by_function, calls_in
+from .declarations import ClassInfo, FunctionInfo
 from .hot_path import is_interval_test
-from .calls import caller_arg, is_move_call
+from .call_args import caller_arg
+from .value_queries import is_move_call
 from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
 from .invocation import site_from
 from .lattice import (
     ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
-    SOURCE_UNREGISTERED, DISTRIBUTION, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, join_paths, symbolic,
+    SOURCE_AVAILABILITY, SOURCE_UNREGISTERED, DISTRIBUTION, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, join_paths, symbolic,
 )
 from .names import dotted_name, last_identifier, string_value, sub_expressions, walk
 from .project import PROJECT_SOURCE, ProjectPlace
@@ -46,72 +48,6 @@ _ACCELERATOR_TEXT = re.compile(r"cuda|\bmps\b|xpu|accelerat|device|\.to\(")
 _MAX_RECEIVERS = 8
 _LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 _TENSOR_ANNOTATIONS = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor", "torch.LongTensor"})
-
-
-class FunctionInfo:
-    def __init__(self, node: cst.FunctionDef, owner: Optional["ClassInfo"], outer: List[Env]) -> None:
-        self.node = node
-        self.owner = owner
-        self.outer = outer
-        self.result: Optional[Value] = None
-        self.running = False
-        self.final_env: Optional[Env] = None
-        self._trains: Optional[bool] = None
-        self._moves: Optional[Set[str]] = None
-        self.builds_parts: Optional[bool] = None  # see `_builds_submodules`
-
-    @property
-    def name(self) -> str:
-        return self.node.name.value
-
-    @property
-    def handled_parameters(self) -> Set[str]:
-        """Parameters a call may move: the body moves them (`model.to(...)`) or hands them, as
-        they are, to other code (`setup(model)`)."""
-        if self._moves is None:
-            params = {p.name.value for p in self.parameters()}
-            self._moves = set()
-            for call in calls_in(self.node.body):
-                self._moves |= _moved_or_passed(call, params)
-        return self._moves
-
-    @property
-    def trains(self) -> bool:
-        """A training step: `.backward()` outside any loop. A loop calling it is a training loop."""
-        if self._trains is None:
-            # An LBFGS-style `closure` is called by `optimizer.step(closure)`, which reads its loss as
-            # a float anyway: syncing there costs nothing extra.
-            self._trains = self.name != "closure" and _calls_backward(self.node.body.body)
-        return self._trains
-
-    def parameters(self) -> List[cst.Param]:
-        params = self.node.params
-        return list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-
-
-class ClassInfo:
-    def __init__(self, node: cst.ClassDef, outer: List[Env]) -> None:
-        self.node = node
-        self.name = node.name.value
-        self.outer = outer
-        self.is_module: Optional[bool] = None
-        self.stateful: Optional[bool] = None
-        self.attrs: Dict[str, Value] = {}
-        self.buffers: Set[str] = set()
-        self.reported: Set[str] = set()
-        self.unknown_submodule = False
-        self.registers_manually = False  # __init__ calls add_module/register_module/register_parameter
-        self.mapping = False  # extends dict and keeps its lookups: an instance is the dict it was built from
-        #: attributes `__init__` also assigns a module to (`self.lins = nn.ModuleList(self.lins)` on a path)
-        self.module_assigned: Set[str] = set()
-        self.moves_itself: Optional[bool] = None  # a method calls `self.to(...)` (see `_acts_as_module`)
-        self.methods: Dict[str, FunctionInfo] = {}
-        self.init_seed: Optional[Dict[str, Value]] = None  # what `__init__` inherits from base classes
-        self.moves_input: Optional[bool] = None  # its `forward` moves its first input (see `moves_own_input`)
-        self.state = "new"  # new -> running -> done
-        for statement in node.body.body:
-            if isinstance(statement, cst.FunctionDef):
-                self.methods[statement.name.value] = FunctionInfo(statement, self, outer)
 
 
 class Program:
@@ -390,7 +326,7 @@ class Program:
                 value = evaluator.eval(expression, Env())
                 # (a `"cuda"` default without fallback is the config default DEV303 reports there)
                 if (value.kind == DEVICE and value.device.kind != "unguarded") or (
-                        value.kind == HOST and (value.literal is not None or value.source == "availability")) or (
+                        value.kind == HOST and (value.literal is not None or value.source == SOURCE_AVAILABILITY)) or (
                         value.kind == TUPLE and value.items and all(item.literal is not None for item in value.items)):
                     found["self." + target.value] = value
         return found
@@ -1017,34 +953,6 @@ def _called_on_self(call: cst.Call) -> Tuple[str, ...]:
     return ()
 
 
-def _moved_or_passed(call: cst.Call, params: Set[str]) -> Set[str]:
-    found = {arg.value.value for arg in call.args if isinstance(arg.value, cst.Name) and arg.value.value in params}
-    func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value in api.MOVE_METHODS:
-        root = (dotted_name(func.value) or "").split(".", 1)[0]
-        if root in params:
-            found.add(root)
-    return found
-
-
-def _calls_backward(body) -> bool:
-    """Does a function body call `.backward()` outside loops (directly, or in if/with/try blocks)?"""
-    for statement in body:
-        if isinstance(statement, (cst.SimpleStatementLine, cst.BaseSmallStatement)):
-            for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else (statement,):
-                call = small.value if isinstance(small, cst.Expr) else None
-                if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
-                    return True
-        elif isinstance(statement, (cst.If, cst.With, cst.Try)):
-            inner = list(statement.body.body)
-            orelse = statement.orelse if isinstance(statement, cst.If) else None
-            if isinstance(orelse, cst.Else):
-                inner += list(orelse.body.body)
-            elif isinstance(orelse, cst.If):
-                inner.append(orelse)
-            if _calls_backward(inner):
-                return True
-    return False
 
 
 def _words(expression: cst.BaseExpression) -> List[str]:

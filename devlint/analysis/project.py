@@ -25,7 +25,8 @@ import libcst as cst
 from . import torch_api as api
 from .hot_path import STEPPING, TRAINING
 from .lattice import (
-    ANY, BATCH, CLASS, DEVICE, FUNCTION, MODULE, OWN_FORWARD_MOVES, REF, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value,
+    ANY, BATCH, CLASS, DEVICE, FUNCTION, MODULE, OWN_FORWARD_MOVES, REF, SOURCE_DEVICE_AWARE, TENSOR, TUPLE, UNKNOWN,
+    UNKNOWN_VALUE, Device, Source, Value,
 )
 from .names import dotted_name
 
@@ -33,7 +34,7 @@ from .names import dotted_name
 _VALUE_KINDS = frozenset({DEVICE, MODULE})
 #: Kinds a function result must have to be worth exporting.
 _RESULT_KINDS = frozenset({DEVICE, MODULE, "tensor", "batch", "loader", ANY, TUPLE})
-PROJECT_SOURCE = "project"
+PROJECT_SOURCE = Source.PROJECT
 _MAX_DEPTH = 8
 
 Exports = dict  # {"module", "root", "package", "imports", "classes", "functions", "values"}
@@ -179,7 +180,7 @@ class ProjectIndex:
             # (or one told its device, given what an unknown wrapper made of a module, or built around
             # tensors that are not on the host: gpytorch's `FixedNoiseGaussianLikelihood(noise=noise)`)
             given = list(positional) + list(keywords.values())
-            wraps = any(v.kind == MODULE or v.source == "device-aware"
+            wraps = any(v.kind == MODULE or v.source == SOURCE_DEVICE_AWARE
                         or (v.kind in (DEVICE, TENSOR, BATCH) and not v.device.is_cpu) for v in given)
             return Value(kind=MODULE, device=UNKNOWN if wraps else default_device, origin=node, ident=id(node), cls="",
                          stateful=data["stateful"] if data["stateful"] is not None else None,

@@ -6,17 +6,15 @@ walking the tree near that node (`tree.py`), and only when a fix is built.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 from libcst.metadata import CodeRange
 
 from . import imports, tree
 from .apply import line_starts, lines, to_offset
+from .file_view import FileView
 from .model import Edit
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..rules.context import RuleContext
 
 Statement = cst.SimpleStatementLine
 
@@ -26,7 +24,7 @@ class UnreliablePosition(Exception):
 
 
 class EditBuilder:
-    def __init__(self, context: "RuleContext", fallback_style: str = "is_available") -> None:
+    def __init__(self, context: FileView, fallback_style: str = "is_available") -> None:
         self.context = context
         self.module = context.module
         self.newline = context.module.default_newline

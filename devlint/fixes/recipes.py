@@ -2,15 +2,21 @@
 a statement moved within its block, a keyword added to a call."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import List, Optional, Protocol, Tuple
 
 import libcst as cst
 
 from ..analysis.names import dotted_name
+from .builder import EditBuilder
+from .file_view import FileView
 from .model import Edit
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..rules.context import RuleContext
+
+class FixContext(FileView, Protocol):
+    """The file a recipe edits, and the builder of its edits (the rules' `RuleContext`)."""
+
+    @property
+    def edits(self) -> EditBuilder: ...
 
 #: Where a conditional expression needs no parentheses.
 _BARE_CONTEXTS = (cst.Arg, cst.Assign, cst.AnnAssign, cst.Param, cst.Return, cst.Element, cst.DictElement)
@@ -21,7 +27,7 @@ def _accelerator_call(torch: str) -> str:
     return f"{torch}.accelerator.current_accelerator(check_available=True)"
 
 
-def guarded_string(context: "RuleContext", literal: cst.SimpleString) -> Tuple[str, List[Edit]]:
+def guarded_string(context: FixContext, literal: cst.SimpleString) -> Tuple[str, List[Edit]]:
     """`"cuda"` -> `"cuda" if torch.cuda.is_available() else "cpu"` (or the torch.accelerator
     spelling), parenthesised where the expression sits inside a larger one."""
     torch, import_edit = context.edits.spell("torch")
@@ -35,7 +41,7 @@ def guarded_string(context: "RuleContext", literal: cst.SimpleString) -> Tuple[s
     return text, [import_edit] if import_edit else []
 
 
-def guarded_device_call(context: "RuleContext", call: cst.Call) -> Optional[Tuple[str, List[Edit]]]:
+def guarded_device_call(context: FixContext, call: cst.Call) -> Optional[Tuple[str, List[Edit]]]:
     """`torch.device("cuda")` -> a torch.device with a CPU fallback."""
     if len(call.args) != 1 or call.args[0].keyword is not None or not isinstance(call.args[0].value, cst.SimpleString):
         return None
@@ -52,7 +58,7 @@ def guarded_device_call(context: "RuleContext", call: cst.Call) -> Optional[Tupl
     return text, [import_edit] if import_edit else []
 
 
-def guarded_cuda_method(context: "RuleContext", call: cst.Call) -> Optional[Tuple[str, List[Edit]]]:
+def guarded_cuda_method(context: FixContext, call: cst.Call) -> Optional[Tuple[str, List[Edit]]]:
     """`x.cuda()` -> `x.to(<guarded device>)`: replaces the `.cuda()` part only."""
     if call.args or not isinstance(call.func, cst.Attribute):
         return None
@@ -69,7 +75,7 @@ def is_primary(node: cst.CSTNode) -> bool:
     return isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(getattr(node, "lpar", ()))
 
 
-def to_host(context: "RuleContext", expression: cst.BaseExpression) -> List[Edit]:
+def to_host(context: FixContext, expression: cst.BaseExpression) -> List[Edit]:
     """Edits making `expression` a host tensor without autograd history: `t` -> `t.detach().cpu()`."""
     text = context.module.code_for_node(expression)
     suffix = ".cpu()" if text.rstrip().endswith(".detach()") else ".detach().cpu()"
@@ -78,14 +84,14 @@ def to_host(context: "RuleContext", expression: cst.BaseExpression) -> List[Edit
     return [context.edits.replace(expression, f"({text}){suffix}")]
 
 
-def move_to(context: "RuleContext", expression: cst.BaseExpression, device: str) -> List[Edit]:
+def move_to(context: FixContext, expression: cst.BaseExpression, device: str) -> List[Edit]:
     """`x` -> `x.to(device)`, parenthesised when needed."""
     if is_primary(expression):
         return [context.edits.insert_after(expression, f".to({device})")]
     return [context.edits.replace(expression, f"({context.module.code_for_node(expression)}).to({device})")]
 
 
-def rebind_before(context: "RuleContext", statement: cst.SimpleStatementLine, name: str,
+def rebind_before(context: FixContext, statement: cst.SimpleStatementLine, name: str,
                   device: str) -> Optional[Edit]:
     """`y = y.to(device)` on its own line before `statement`, so that every later use sees the
     moved tensor; None when the line cannot go there (a name not bound yet, an odd indentation)."""
@@ -110,7 +116,7 @@ def takes_keyword(call: cst.Call, keyword: str) -> bool:
     return not has_keyword(call, keyword) and not any(arg.star == "**" for arg in call.args)
 
 
-def move_statement(context: "RuleContext", statement: cst.SimpleStatementLine,
+def move_statement(context: FixContext, statement: cst.SimpleStatementLine,
                    anchor: cst.SimpleStatementLine, before: bool) -> List[Edit]:
     """Cut `statement`'s lines and put them before (or after) `anchor`, in the same block."""
     text = context.edits.lines_of(statement)
@@ -118,7 +124,7 @@ def move_statement(context: "RuleContext", statement: cst.SimpleStatementLine,
     return [context.edits.remove_lines(statement), put]
 
 
-def block_position(context: "RuleContext", statement: cst.SimpleStatementLine) -> Optional[int]:
+def block_position(context: FixContext, statement: cst.SimpleStatementLine) -> Optional[int]:
     parent = context.edits.parent(statement)
     body = getattr(parent, "body", None)
     if not isinstance(body, (tuple, list)):
@@ -167,7 +173,7 @@ def names_read(node: cst.CSTNode) -> List[str]:
     return found
 
 
-def reorder_move(context: "RuleContext", move: cst.CSTNode, anchor: cst.CSTNode,
+def reorder_move(context: FixContext, move: cst.CSTNode, anchor: cst.CSTNode,
                  before: bool) -> Optional[Tuple[List[Edit], bool]]:
     """Put the statement that moves a module (`model.to(device)`) before or after the statement
     holding `anchor`, when both sit in the same block; also says whether they were adjacent."""

@@ -1,0 +1,98 @@
+"""Python builtins, by name: what `len(x)`, `zip(a, b)`, `next(it)` or `dict(pairs)` give."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from .. import torch_api as api
+from ..lattice import BATCH, HOST, LIST, MODULE, OBJECT, RANGE, TUPLE, UNKNOWN_VALUE, Value, container_of
+from ..names import string_value
+from .registry import ApiCall, Registry
+
+BUILTINS = Registry("builtins")
+
+#: Builtins whose result is a plain Python value on the host.
+HOST_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "isinstance", "hasattr", "round", "abs", "repr", "format",
+                           "id", "hash", "type", "print", "callable", "issubclass", "open"})
+
+
+@BUILTINS.on("exit", "quit")
+def exit_(call: ApiCall) -> Value:
+    call.env.dead = True
+    return Value(kind=HOST)
+
+
+@BUILTINS.on(api.SYNC_BUILTINS)
+def host_sync(call: ApiCall) -> None:
+    """`float(loss)`, `print(t)`: the host waits for the tensor's value."""
+    for arg in call.args if call.name == "print" else call.args[:1]:
+        call.ev.note_sync(arg.node.value, arg.value, call.node, f"{call.name}()")
+
+
+@BUILTINS.on("getattr")
+def getattr_(call: ApiCall) -> Optional[Value]:
+    args, first = call.args, call.first
+    if len(args) == 3:  # `getattr(cfg, "device", "cuda")`: a settings lookup with a fallback
+        call.ev.note_settings_default(string_value(args[1].node.value), args[2], "config default")
+    if len(args) == 2 and args[1].value.literal is not None and first.kind in (OBJECT, MODULE):
+        attribute = args[1].value.literal[0]  # `getattr(callback, hook)` with the hook's name known here
+        if isinstance(attribute, str):
+            return call.ev.attribute_of(first, attribute, call.node, call.env)
+    return None
+
+
+@BUILTINS.on(HOST_BUILTINS)
+def host_value(call: ApiCall) -> Value:
+    return Value(kind=HOST)
+
+
+@BUILTINS.on("range")
+def range_(call: ApiCall) -> Value:
+    """Numbers; `range(n)` counts from 0 (GPU indices made from it start at GPU 0)."""
+    if len(call.args) == 1 and not call.args[0].node.star:
+        return Value(kind=LIST, cls=RANGE, items=(Value(kind=HOST, cls=RANGE),))
+    return Value(kind=LIST, items=(Value(kind=HOST),))
+
+
+def _element(call: ApiCall, index: int) -> Value:
+    arg = call.args[index]
+    return call.ev.element_of(arg.value, arg.node.value, arg.node.value)
+
+
+@BUILTINS.on("enumerate")
+def enumerate_(call: ApiCall) -> Value:
+    element = _element(call, 0) if call.args else call.ev.element_of(UNKNOWN_VALUE, call.node, call.node)
+    return Value(kind=LIST, items=(Value(kind=TUPLE, items=(Value(kind=HOST), element)),))
+
+
+@BUILTINS.on("zip")
+def zip_(call: ApiCall) -> Value:
+    items = tuple(_element(call, index) for index in range(len(call.args)))
+    return Value(kind=LIST, items=(Value(kind=TUPLE, items=items),))
+
+
+@BUILTINS.on(api.PASS_THROUGH_ITERATORS)
+def same_items(call: ApiCall) -> Value:
+    """`list(xs)`, `sorted(xs)`, `iter(xs)`: the same elements."""
+    return call.first
+
+
+@BUILTINS.on("next")
+def next_(call: ApiCall) -> Value:
+    first_node = call.args[0].node.value if call.args else call.node
+    return call.ev.element_of(call.first, first_node, call.node)
+
+
+@BUILTINS.on("dict")
+def dict_(call: ApiCall) -> Value:
+    """`dict()`, a copy of a dict, or `dict(model.named_parameters())`: a dict of the pairs' values."""
+    args, first = call.args, call.first
+    if not args:
+        return Value(kind=LIST, cls="dict", origin=call.node)
+    if len(args) == 1 and args[0].keyword is None and not args[0].node.star:
+        if first.kind == BATCH or (first.kind == LIST and first.cls == "dict"):  # a copy of a dict: its values
+            return replace(first, keyed=())
+        pair = call.ev.element_of(first, args[0].node.value, call.node)
+        if pair.kind == TUPLE and len(pair.items) == 2:
+            return replace(container_of([pair.items[1]], "dict"), origin=call.node)
+    return UNKNOWN_VALUE

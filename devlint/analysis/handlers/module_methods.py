@@ -1,0 +1,71 @@
+"""Methods of `nn.Module` objects, by method name (a module's own methods are read, not looked up)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import torch_api as api
+from ..lattice import HOST, LIST, MODULE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value
+from ..names import dotted_name
+from .registry import ApiCall, Registry
+
+MODULE_METHODS = Registry("module methods")
+
+#: Methods that give the module itself back, where it is.
+SAME_MODULE_METHODS = frozenset({"half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "share_memory",
+                                 "zero_grad"})
+#: Methods that run the model on their arguments.
+MODEL_CALL_METHODS = frozenset({"forward", "generate", "__call__"})
+_PARTS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers", "children", "modules",
+                    "named_children", "named_modules"})
+
+
+@MODULE_METHODS.on(api.OFFLOAD_METHODS, api.FORWARD_HOOK_REGISTRATIONS)
+def offload(call: ApiCall) -> Value:
+    """Hooks move the weights at call time (offloading): where the module, and the model it is part
+    of, is, is unknown from here on."""
+    receiver, env = call.receiver, call.env
+    for ident in ({receiver.ident, receiver.owner} | set(receiver.aliases)) - {None}:
+        call.ev.note_moved(ident, receiver.with_device(UNKNOWN), env)
+    key = dotted_name(call.receiver_node)
+    if key is not None:
+        env.values[key] = receiver.with_device(UNKNOWN)
+    return UNKNOWN_VALUE
+
+
+@MODULE_METHODS.on(MODEL_CALL_METHODS)
+def model_call(call: ApiCall) -> Optional[Value]:
+    """`model.generate(x)`, `model.forward(x)`: the model runs on x. A `generate` or `__call__` the
+    file writes itself is read like any method (it may move its input); `forward` is entered by
+    the model call, which checks the input first."""
+    if call.name != "forward" and call.ev.program.defines(call.receiver.cls, call.name):
+        return None
+    operation = "call" if call.name == "__call__" else call.name
+    return call.ev.module_call(call.receiver, call.receiver_node, call.node, call.args, operation, call.env)
+
+
+@MODULE_METHODS.on(SAME_MODULE_METHODS)
+def same_module(call: ApiCall) -> Value:
+    return call.receiver
+
+
+@MODULE_METHODS.on(_PARTS)
+def parts(call: ApiCall) -> Value:
+    """`model.parameters()`, `model.named_children()`: parts that belong to the module and move with it."""
+    receiver, name = call.receiver, call.name
+    if name.endswith(("children", "modules")):  # submodules: part of the receiver (`owner`)
+        element = Value(kind=MODULE, device=receiver.device, origin=receiver.origin, via=receiver.via,
+                        owner=receiver.ident if receiver.ident is not None else receiver.owner)
+    else:  # a parameter knows its module: it moves with it, and so does an optimizer built on it
+        element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, parameter=True,
+                        owner=receiver.ident)
+    if name.startswith("named_"):
+        element = Value(kind=TUPLE, items=(Value(kind=HOST), element))
+    return Value(kind=LIST, items=(element,))
+
+
+@MODULE_METHODS.on("register_buffer")
+def register_buffer(call: ApiCall) -> Optional[Value]:
+    if len(call.args) < 2:
+        return None
+    call.ev.program.note_buffer(call.ev, call.args[0].node.value, call.args[1].value, call.env)
+    return Value(kind=HOST)
