@@ -421,6 +421,12 @@ class CallEvaluator:
                 if attribute.kind == MODULE:
                     return self.module_call(attribute, node.func, node, args, "call", env)
                 return self.module_method(receiver, receiver_node, name, node, args, env)
+        if kind == OBJECT and receiver.cls and not self.program.defines(receiver.cls, name):
+            # no method of that name: a callable held in a field or named in the class body
+            # (`cfg.optimizer(params)` with `optimizer = partial(torch.optim.NAdam, lr=...)`)
+            attribute = self.attribute_of(receiver, name, node.func, env)
+            if attribute.kind in (REF, CLASS, FUNCTION, METHOD, MODULE) or (attribute.kind == OBJECT and attribute.cls):
+                return self.call_bound(attribute, node.func, node, args, env)
         if kind == OBJECT:
             self.escape(args, env)
             return self.program.call_method(receiver, name, node, args, self, env)

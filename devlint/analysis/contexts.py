@@ -67,6 +67,7 @@ class ContextRunner:
         site.from_module_level = caller.scope.owner is None and not caller.scope.method
         key = context_key(info.node, bound, site)
         done = self.memo.get(key)
+        clock = self.heap.clock
         if done is None:
             # The cap counts what the arguments are, not which object the method runs on: twelve
             # tests calling `self._get_data(cuda=False)` are one context (each still runs on its own
@@ -84,7 +85,7 @@ class ContextRunner:
             self.memo[key] = done
             if site.recording:
                 self.reached.add(node_id)
-        self._apply(done, caller, caller_env, site.node)
+        self._apply(done, caller, caller_env, site.node, clock, constructor=info.name == "__init__")
         return replace(done, result=_returned_through(done.result, site, bound))
 
     def _run(self, info: FunctionInfo, receiver: Optional[Value], bound: Dict[str, Value],
@@ -131,14 +132,22 @@ class ContextRunner:
         return Invocation(result, moved, tuple(fields), interp.cuda_initialised, interp.stepped, interp.trained,
                           interp.encloses, final.current_gpu != site.current_gpu, final.current_gpu)
 
-    def _apply(self, done: Invocation, caller: Interpreter, env: Env, call: cst.CSTNode) -> None:
+    def _apply(self, done: Invocation, caller: Interpreter, env: Env, call: cst.CSTNode, clock: int,
+               constructor: bool = False) -> None:
         # Moves first: a field the callee set after a move (`self.model = DataParallel(net.cuda())`)
         # already holds what the move made, and must not be rewritten by it.
         for ident, moved, weak in done.moved:
+            if moved.kind == MODULE and not weak and not self.heap.made_since(ident, clock):
+                # a helper moved the model (`model = set_device(model, devs)`): optimizers the
+                # caller built on it before the call are left behind, as after a move written here.
+                # (A model the callee made itself is a new object: no optimizer of the caller's holds it.)
+                caller.note_optimizers_before_move(moved, moved.device, call, env)
             caller.note_moved(ident, moved, env, weak)
         written: Dict[int, Dict[str, Value]] = {}
         for ident, field, value in done.fields:
-            if value.kind == OPTIMIZER and value.via is None:  # built by this call (`self._setup_optim(opt)`)
+            if value.kind == OPTIMIZER and value.via is None and not constructor:
+                # built by this call (`self._setup_optim(opt)`): reported there. (One `__init__`
+                # builds is reported where it is built: the constructor is where it belongs.)
                 value = replace(value, via=call)
             self.heap.store(ident, field, value)
             written.setdefault(ident, {})[field] = value

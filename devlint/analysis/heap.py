@@ -16,7 +16,7 @@ from .lattice import OPTIMIZER, Value, join_values
 
 
 class Heap:
-    __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on", "_classes")
+    __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on", "_classes", "clock", "_renewed_at")
 
     def __init__(self) -> None:
         self._fields: Dict[int, Dict[str, Value]] = {}
@@ -34,6 +34,10 @@ class Heap:
         #: allocation site -> the class of this file it instantiates (an object met as "one of
         #: several", a callback in a list, is called through each one's class)
         self._classes: Dict[int, str] = {}
+        #: how many objects have been made so far, and when each site last made one: whether an
+        #: object is older than some moment (a call) is a comparison
+        self.clock = 0
+        self._renewed_at: Dict[int, int] = {}
 
     def note_class(self, ident: int, cls: str) -> None:
         self._classes[ident] = cls
@@ -44,6 +48,12 @@ class Heap:
     def renew(self, ident: int) -> None:
         """The site `ident` made a new object."""
         self._generation[ident] = self._generation.get(ident, 0) + 1
+        self.clock += 1
+        self._renewed_at[ident] = self.clock
+
+    def made_since(self, ident: int, clock: int) -> bool:
+        """Did the site `ident` make a new object after the moment `clock` was read?"""
+        return self._renewed_at.get(ident, 0) > clock
 
     def note_optimizer(self, node: object, module: int) -> None:
         self._built_on[id(node)] = (module, self._generation.get(module, 0))

@@ -327,7 +327,8 @@ class Program:
                 # (a `"cuda"` default without fallback is the config default DEV303 reports there)
                 if (value.kind == DEVICE and value.device.kind != "unguarded") or (
                         value.kind == HOST and (value.literal is not None or value.source == SOURCE_AVAILABILITY)) or (
-                        value.kind == TUPLE and value.items and all(item.literal is not None for item in value.items)):
+                        value.kind == TUPLE and value.items and all(item.literal is not None for item in value.items)) or (
+                        value.kind == REF):  # a class or function named there (`optimizer_cls = torch.optim.AdamW`)
                     found["self." + target.value] = value
         return found
 

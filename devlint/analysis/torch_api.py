@@ -214,6 +214,10 @@ HF_PIPELINE_WORDS = ("Pipeline",)
 #: Wrappers that return their first argument unchanged (legacy autograd Variables).
 #: Calls that give back their first argument, or a module over the same parameters: it is where
 #: that argument is, and moving one moves the other (`model = torch.jit.script(model)`).
+#: `functools.partial(cls, lr=...)`: calling it calls `cls` (with those keywords too).
+PARTIALS = frozenset({"functools.partial"})
+#: `dataclasses.field(default=...)` / `field(default_factory=...)` in a dataclass body: the default.
+DATACLASS_FIELDS = frozenset({"dataclasses.field"})
 IDENTITY_WRAPPERS = frozenset({
     "torch.autograd.Variable", "torch.autograd.variable.Variable",
     "torch.compile", "torch.jit.script", "torch.jit.trace",
@@ -258,6 +262,9 @@ BATCH_ENCODING_KEYWORDS = frozenset({"return_tensors"})
 _BATCH_ENCODING_CALLEE = re.compile(r"(^|_)(tokenizer|tokeniser|processor|feature_extractor|image_processor)$",
                                     re.IGNORECASE)
 OPTIMIZER_PREFIX = "torch.optim."
+#: Modules whose classes code picks by a name it reads from its settings
+#: (`getattr(torch.optim, cfg.name)(model.parameters())`): the class is one of this family.
+CLASSES_PICKED_BY_NAME = {"torch.optim": "torch.optim.Optimizer"}
 #: Classes under torch.optim that are not optimizers (their `step()` is no training step).
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
 DEVICE_CONSTRUCTORS = frozenset({"torch.device"})

@@ -159,9 +159,14 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         for fact in facts.optimizers_before_move:
             if not fact.state:
                 yield Finding(fact.node, (
-                    f"{fact.optimizer} is built while the model is on the CPU; the model moves on line "
+                    f"{_sentence_start(fact.optimizer)} is built while the model is on the CPU; the model moves on line "
                     f"{context.line_of(fact.move)}: build the optimizer after the move"),
                     partial(_move_first_fix, fact, context))
+
+
+def _sentence_start(words: str) -> str:
+    """`optimizer` -> `Optimizer`, `SGD` as it is."""
+    return words[:1].upper() + words[1:]
 
 
 def _move_first_fix(fact: OptimizerOrder, context: RuleContext) -> Optional[Fix]:

@@ -5,7 +5,7 @@ from dataclasses import replace
 from typing import Optional
 
 from .. import torch_api as api
-from ..lattice import BATCH, HOST, LIST, MODULE, OBJECT, RANGE, TUPLE, UNKNOWN_VALUE, Value, container_of
+from ..lattice import BATCH, HOST, LIST, MODULE, OBJECT, RANGE, REF, TUPLE, UNKNOWN_VALUE, Value, container_of
 from ..names import string_value
 from .registry import ApiCall, Registry
 
@@ -34,10 +34,14 @@ def getattr_(call: ApiCall) -> Optional[Value]:
     args, first = call.args, call.first
     if len(args) == 3:  # `getattr(cfg, "device", "cuda")`: a settings lookup with a fallback
         call.ev.note_settings_default(string_value(args[1].node.value), args[2], "config default")
-    if len(args) == 2 and args[1].value.literal is not None and first.kind in (OBJECT, MODULE):
-        attribute = args[1].value.literal[0]  # `getattr(callback, hook)` with the hook's name known here
-        if isinstance(attribute, str):
-            return call.ev.attribute_of(first, attribute, call.node, call.env)
+    if len(args) != 2:
+        return None
+    attribute = args[1].value.literal[0] if args[1].value.literal is not None else None
+    if isinstance(attribute, str) and first.kind in (OBJECT, MODULE, REF):
+        # `getattr(callback, hook)` with the hook's name known here; `getattr(torch.optim, "Adam")`
+        return call.ev.attribute_of(first, attribute, call.node, call.env)
+    if attribute is None and first.kind == REF and first.cls in api.CLASSES_PICKED_BY_NAME:
+        return Value(kind=REF, cls=api.CLASSES_PICKED_BY_NAME[first.cls])  # one of them, by a name read at run time
     return None
 
 

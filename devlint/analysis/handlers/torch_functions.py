@@ -195,6 +195,30 @@ def identity(call: ApiCall) -> Value:
     return call.first
 
 
+@FUNCTIONS.on(api.PARTIALS)
+def partial(call: ApiCall) -> Optional[Value]:
+    """`functools.partial(torch.optim.NAdam, lr=2e-3)`: called, it makes what that class makes (only
+    keywords may be bound ahead: bound positions would shift the arguments of the later call)."""
+    if not call.args or call.args[0].keyword is not None or any(a.keyword is None for a in call.args[1:]):
+        return None
+    return call.first if call.first.kind == REF else None
+
+
+@FUNCTIONS.on(api.DATACLASS_FIELDS)
+def dataclass_field(call: ApiCall) -> Optional[Value]:
+    """`field(default=x)` is x; `field(default_factory=lambda: make())` is what the factory makes."""
+    default = call.keyword("default")
+    if default is not None:
+        return default.value
+    factory = call.keyword("default_factory")
+    if factory is None:
+        return None
+    expr = factory.node.value
+    if isinstance(expr, cst.Lambda) and not expr.params.params and not expr.params.kwonly_params:
+        return call.ev.eval(expr.body, call.env)
+    return None
+
+
 @FUNCTIONS.on(api.TORCH_LOAD)
 def torch_load(call: ApiCall) -> Value:
     """`torch.load(f)`: tensors on the device `map_location` names, or where they were saved from."""
@@ -413,7 +437,8 @@ def _is_optimizer_class(qualname: str) -> bool:
 def optimizer(call: ApiCall) -> Value:
     """An optimizer remembers the module whose parameters it holds, and where it was then."""
     ev, node, args = call.ev, call.node, call.args
-    name = call.short_name
+    # (a class picked by a name read at run time is "the optimizer", not one by name)
+    name = "" if call.name in api.CLASSES_PICKED_BY_NAME.values() else call.short_name
     owner = _parameters_owner(args[0].node.value) if args and args[0].keyword is None else None
     module = ev.eval(owner, call.env) if owner is not None else UNKNOWN_VALUE
     if module.kind == MODULE and module.ident is None and module.aliases:
