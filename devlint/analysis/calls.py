@@ -513,10 +513,10 @@ class CallEvaluator:
             self.program.argument_defaults[destination] = literal_of(default.value)
         action = next((string_value(a.node.value) for a in args if a.keyword == "action"), None)
         on_by_default = action == "store_false" or (default is not None and literal_of(default.value) is True)
-        if on_by_default and any(api.is_cuda_flag(flag) for flag in flags) \
-                and not self.program.facts.requirements.runs_without_cuda:
+        if on_by_default and any(api.is_cuda_flag(flag) for flag in flags) and not self.program.asks_availability:
             # `--cuda` with `action="store_false"` (salesforce/awd-lstm-lm): CUDA unless told otherwise,
-            # in a file that never asks whether it is there
+            # in a file that never asks whether it is there (`"cuda" if args.cuda else "cpu"` is the
+            # flag's choice: a run without it still needs the GPU)
             self.record_misuse(node, ACCELERATOR_DEFAULT, "argparse switch")
 
     def move_in_place(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:

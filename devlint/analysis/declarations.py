@@ -133,6 +133,7 @@ class ProgramServices(Protocol):
     reported: Set[int]
     hot_reported: Set[tuple]
     unregistered_used: Set[int]
+    asks_availability: bool
 
     @property
     def rebound_fields(self) -> frozenset: ...

@@ -64,6 +64,8 @@ class Program:
         self.accelerator_evidence = bool(_ACCELERATOR_TEXT.search(source)) or self.place.accelerated
         #: the file's text tests for CUDA or names the CPU somewhere (then some function's may)
         self._text_offers_cpu_path = bool(api.CPU_PATH_TEXT.search(source))
+        #: the file asks somewhere whether an accelerator is there (a `"cpu"` else-branch alone does not)
+        self.asks_availability = bool(api.AVAILABILITY_TEXT.search(source))
         self.facts.requirements.runs_without_cuda = self._text_offers_cpu_path
         self.module_env = Env()
         self.functions: Dict[int, FunctionInfo] = {}

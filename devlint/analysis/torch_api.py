@@ -548,6 +548,8 @@ CUDA_ONLY_LIBRARIES = (
 )
 #: Text that shows a file means to run without CUDA too: an availability check, a CPU device,
 #: a test of a tensor's or device's type.
+#: Text of a file that asks whether an accelerator is there at all.
+AVAILABILITY_TEXT = re.compile(r"is_available\(|torch\.accelerator|device_count\(")
 CPU_PATH_TEXT = re.compile(r"""is_available\(|["']cpu["']|\.type\s*[!=]=|\.is_cuda\b|torch\.accelerator|device_count\(""")
 #: The calls among them, as the syntax walk sees them.
 CPU_PATH_CALLS = frozenset({"is_available", "device_count"})
