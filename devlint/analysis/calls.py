@@ -661,9 +661,11 @@ class CallEvaluator:
         answer = TENSOR_METHODS.dispatch(ApiCall(name, node, args, env, self, receiver, receiver_node, discarded))
         if answer is not None:
             return answer
-        # any other method computes on the receiver: a tensor where it is
+        # any other method computes on the receiver: a tensor where it is (a view or a conversion of
+        # host data copied here is still that copy: `torch.from_numpy(a).float().to(device)`)
         return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
-                     stored=receiver.stored, scalar=receiver.scalar, parameter=False)
+                     stored=receiver.stored, scalar=receiver.scalar, parameter=False, host_copy=receiver.host_copy,
+                     explicit_device=receiver.explicit_device)
 
     def batch_method(self, receiver, receiver_node, name, node, args, env, discarded) -> Optional[Value]:
         element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,

@@ -279,6 +279,9 @@ SELECTED_DEVICE_CALLS = frozenset({"torch.accelerator.current_accelerator"})
 SET_DEFAULT_DEVICE = frozenset({"torch.set_default_device"})
 SET_DEFAULT_TENSOR_TYPE = frozenset({"torch.set_default_tensor_type"})
 #: Host-only libraries: handing them an accelerator tensor fails.
+#: Standard-library modules of plain numbers: what their functions give is a Python number (no
+#: tensor reaches them on purpose; a 0-dim one is read like `float(t)`).
+HOST_NUMBER_MODULES = ("math.", "random.", "statistics.")
 HOST_LIBRARY_ROOTS = ("numpy.", "sklearn.", "matplotlib.", "PIL.", "cv2.", "pandas.", "scipy.", "seaborn.")
 #: Iteration wrappers that yield what their (first) argument yields.
 PASS_THROUGH_ITERATORS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter", "list", "tuple", "sorted", "reversed"})

@@ -29,8 +29,9 @@ def replaced_part(module: Value) -> Optional[Operand]:
     return Operand(statement.targets[0].target, Value(kind=MODULE, device=CPU, origin=statement.value, stateful=True))
 
 
-def host_data(value: Value) -> bool:
-    """Numbers or arrays on the host: a numpy array, or a Python list or tuple of host values."""
+def host_data(value: Value, depth: int = 0) -> bool:
+    """Numbers or arrays on the host: a numpy array, or a Python list or tuple of host values
+    (nested ones too: `[[0.1, 0.2], [0.3, 0.4]]`, a kernel written out)."""
     if value.kind in (LIST, TUPLE) and value.items:
-        return all(item.kind == HOST for item in value.items)
+        return depth < 4 and all(host_data(item, depth + 1) for item in value.items)
     return value.kind == HOST

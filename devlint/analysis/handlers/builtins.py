@@ -50,6 +50,16 @@ def host_value(call: ApiCall) -> Value:
     return Value(kind=HOST)
 
 
+@BUILTINS.on("sum", "min", "max")
+def fold(call: ApiCall) -> Optional[Value]:
+    """`sum(weights)` of numbers is a number (of tensors, a tensor: not answered here)."""
+    if not call.args or call.args[0].node.star:
+        return None
+    values = [call.ev.element_of(call.first, call.args[0].node.value, call.node)] if len(call.args) == 1 else \
+        [a.value for a in call.args if a.keyword is None]
+    return Value(kind=HOST) if all(v.kind == HOST for v in values) else None
+
+
 @BUILTINS.on("range")
 def range_(call: ApiCall) -> Value:
     """Numbers; `range(n)` counts from 0 (GPU indices made from it start at GPU 0)."""

@@ -493,6 +493,12 @@ def pipeline(call: ApiCall) -> Value:
 
 # --- host libraries and tensor operations -----------------------------------------------------
 
+@FUNCTIONS.when(lambda name: name.startswith(api.HOST_NUMBER_MODULES))
+def host_number(call: ApiCall) -> Value:
+    """`math.exp(x)`, `random.random()`: a Python number."""
+    return Value(kind=HOST)
+
+
 @FUNCTIONS.when(api.is_host_library)
 def host_library(call: ApiCall) -> Value:
     """numpy, PIL, matplotlib...: host work, which no accelerator tensor may reach unconverted."""
