@@ -537,6 +537,12 @@ class CallEvaluator:
             self.note_moved(receiver.ident, moved, env)
         for ident in receiver.aliases:  # one of several objects (`for m in (enc, dec): m.to(dev)`): a weak update
             self.note_moved(ident, moved, env, weak=True)
+        if receiver.kind == MODULE and receiver.ident is None and receiver.owner is not None:
+            # a part of a model moved on its own (`getattr(model, name).to(device_map[name])`, a child
+            # of `named_children()`): the model is now partly there, and where it is as a whole is unknown
+            owner = next((v for v in env.values.values() if v.ident == receiver.owner and v.kind == MODULE), None)
+            if owner is not None:
+                self.note_moved(receiver.owner, owner.with_device(UNKNOWN), env)
         if key is not None and (receiver.kind == MODULE or discarded):
             env.values[key] = moved
         return moved

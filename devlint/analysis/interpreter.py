@@ -31,6 +31,7 @@ from .hot_path import is_interval_test
 from .project import absolute_import
 from .names import child_nodes, dotted_name, integer_value, last_identifier, string_value, sub_expressions
 from .rebound_fields import may_be_rebound
+from .value_queries import is_move_call
 
 
 MAX_LOOP_ITERATIONS = 4
@@ -174,6 +175,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             value = node.value
             if isinstance(value, cst.Call):
                 self.eval_call(value, env, discarded=True)
+            elif isinstance(value, cst.BinaryOperation):
+                self.eval_dropped_operation(value, env)
             else:
                 self.eval(value, env)
         elif isinstance(node, cst.Assign):
@@ -785,6 +788,13 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if base.kind == HOST and base.source == SOURCE_LOADER:  # `img[..., ::-1]`: a view of that step's data
             return base
         return UNKNOWN_VALUE
+
+    def eval_dropped_operation(self, node: cst.BinaryOperation, env: Env) -> None:
+        """`noise.to(device) * mask` as a statement of its own: computed and thrown away, so a move
+        written as one of its operands is lost with it."""
+        left, right = (self.eval_call(side, env, discarded=True) if is_move_call(side) else self.eval(side, env)
+                       for side in (node.left, node.right))
+        self.binary(node, node.left, left, node.right, right, _operator_text(node.operator), env)
 
     def eval_BinaryOperation(self, node: cst.BinaryOperation, env: Env) -> Value:
         left = self.eval(node.left, env)

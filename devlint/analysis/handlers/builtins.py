@@ -40,6 +40,10 @@ def getattr_(call: ApiCall) -> Optional[Value]:
     if isinstance(attribute, str) and first.kind in (OBJECT, MODULE, REF):
         # `getattr(callback, hook)` with the hook's name known here; `getattr(torch.optim, "Adam")`
         return call.ev.attribute_of(first, attribute, call.node, call.env)
+    if attribute is None and first.kind == MODULE:
+        # `getattr(model, name)` with the name read at run time: one of its parts, which moves with it
+        return Value(kind=MODULE, device=first.device, origin=first.origin, owner=first.ident if first.ident is not None
+                     else first.owner)
     if attribute is None and first.kind == REF and first.cls in api.CLASSES_PICKED_BY_NAME:
         return Value(kind=REF, cls=api.CLASSES_PICKED_BY_NAME[first.cls])  # one of them, by a name read at run time
     return None
