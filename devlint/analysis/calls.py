@@ -25,6 +25,7 @@ from .handlers.registry import ApiCall
 from .handlers.tensor_methods import TENSOR_METHODS
 from .handlers.torch_functions import FUNCTIONS
 from .lattice import (
+    UNGUARDED,
     ANY, BATCH, CLASS, CPU, CUDA, DEVICE, DISTRIBUTION, FUNCTION, HOST, HOST_PATH, LIST, METHOD, MODULE, OBJECT,
     OPTIMIZER, OWN_FORWARD_MOVES, REF, SOURCE_CREATED, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_FACTORY,
     SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR,
@@ -498,13 +499,13 @@ class CallEvaluator:
         """`params.get("device", "cuda")`, `getattr(cfg, "device", "cuda")`, `{"device": "cuda"}`: a
         settings lookup whose fallback needs a GPU."""
         if (key is not None and default is not None and api.is_device_name(key)
-                and default.value.kind == DEVICE and default.value.device.kind == "unguarded"):
+                and default.value.kind == DEVICE and default.value.device.kind == UNGUARDED):
             self.record_misuse(default.node.value, ACCELERATOR_DEFAULT, what)
 
     def note_argument_default(self, node: cst.Call, args: List[Arg]) -> None:
         """`parser.add_argument("--device", default="cuda")`: every run without the flag needs a GPU."""
         default = next((a for a in args if a.keyword == "default"), None)
-        if default is not None and default.value.kind == DEVICE and default.value.device.kind == "unguarded":
+        if default is not None and default.value.kind == DEVICE and default.value.device.kind == UNGUARDED:
             self.record_misuse(default.node.value, ACCELERATOR_DEFAULT, "argparse default")
         flags = [string_value(a.node.value) or "" for a in args if a.keyword is None]
         destination = next((string_value(a.node.value) for a in args if a.keyword == "dest"), None) \

@@ -22,6 +22,7 @@ from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
+    CPU_KIND, CUDA, META, MPS, XPU,
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF,
     SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE, SOURCE_DEVICE_TYPE, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE,
     STEP_SAMPLE, TENSOR,
@@ -621,7 +622,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if kind == OBJECT:
             return self.program.class_attribute(base, attr)
         if kind == DEVICE and attr in ("type", "index"):
-            known = base.device.kind in ("cpu", "cuda", "mps", "xpu", "meta") and attr == "type"
+            known = base.device.kind in (CPU_KIND, CUDA, MPS, XPU, META) and attr == "type"
             return Value(kind=HOST, source=SOURCE_DEVICE_TYPE, literal=(base.device.kind,) if known else None)
         if kind == ANY and attr == "device" and not _names_settings(node):
             # the device of a value we do not know (not `args.device`, a chosen device): unknown,

@@ -33,6 +33,7 @@ from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
 from .invocation import site_from
 from .lattice import (
+    UNGUARDED,
     ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
     SOURCE_AVAILABILITY, SOURCE_UNREGISTERED, DISTRIBUTION, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, join_paths, symbolic,
 )
@@ -153,7 +154,7 @@ class Program:
     def _note_global_devices(self) -> None:
         """A module-level `device = "cuda"` is the program's (or the project's) device: its root."""
         for name, value in self.module_env.values.items():
-            if (value.kind == DEVICE and value.device.kind == "unguarded" and value.origin is not None
+            if (value.kind == DEVICE and value.device.kind == UNGUARDED and value.origin is not None
                     and value.source != PROJECT_SOURCE and api.is_device_name(name)):
                 self.facts.unguarded.append(UnguardedAccelerator(value.origin, value.origin))
 
@@ -327,7 +328,7 @@ class Program:
                     continue
                 value = evaluator.eval(expression, Env())
                 # (a `"cuda"` default without fallback is the config default DEV303 reports there)
-                if (value.kind == DEVICE and value.device.kind != "unguarded") or (
+                if (value.kind == DEVICE and value.device.kind != UNGUARDED) or (
                         value.kind == HOST and (value.literal is not None or value.source == SOURCE_AVAILABILITY)) or (
                         value.kind == TUPLE and value.items and all(item.literal is not None for item in value.items)) or (
                         value.kind == REF):  # a class or function named there (`optimizer_cls = torch.optim.AdamW`)

@@ -25,6 +25,7 @@ import libcst as cst
 from . import torch_api as api
 from .hot_path import STEPPING, TRAINING
 from .lattice import (
+    SYMBOLIC,
     ANY, BATCH, CLASS, DEVICE, FUNCTION, MODULE, OWN_FORWARD_MOVES, REF, SOURCE_DEVICE_AWARE, TENSOR, TUPLE, UNKNOWN,
     UNKNOWN_VALUE, Device, Source, Value,
 )
@@ -79,7 +80,7 @@ def export_value(value: Value, params: Iterable[str] = ()) -> Optional[dict]:
         return {"kind": TUPLE, "device": [UNKNOWN.kind, None, ""], "source": "", "stateful": None, "ref": "",
                 "items": items}
     device = value.device
-    if device.kind == "symbolic" and device.key not in params:
+    if device.kind == SYMBOLIC and device.key not in params:
         device = UNKNOWN
     ref = value.cls if value.source == PROJECT_SOURCE else ""
     if not device.known and not ref and value.kind not in (MODULE, "loader"):
@@ -390,7 +391,7 @@ def _bind(value: Value, bound: Dict[str, Value]) -> Value:
     """A summary's symbolic devices (`device` parameters) replaced by what the call passed."""
     if value.items:
         return replace(value, items=tuple(_bind(item, bound) for item in value.items))
-    if value.device.kind == "symbolic" and value.device.key in bound:
+    if value.device.kind == SYMBOLIC and value.device.key in bound:
         argument = bound[value.device.key]
         device = argument.device if argument.kind in (DEVICE, "tensor", "batch", MODULE) else UNKNOWN
         return value.with_device(device)
