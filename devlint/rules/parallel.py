@@ -94,25 +94,23 @@ if torch.cuda.is_available():
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for fact in facts.device_ids_mismatches:
+            placed_on = f"{context.operand(fact.module)} is on {context.where(fact.module.value)}"
+            # a GPU per rank, or a list read at run time: reported where the module was placed, as
+            # that is the line to change
             if fact.per_rank:
-                # reported where the module was placed: that is the line to change
                 yield Finding(fact.module.value.origin or fact.node, (
-                    f"{context.operand(fact.module)} is on {context.where(fact.module.value)} in every process but "
-                    f"device_ids is [{fact.per_rank}], each rank's own GPU; place the module on "
-                    f"torch.device(\"cuda\", {fact.per_rank})"))
+                    f"{placed_on} in every process but device_ids is [{fact.per_rank}], each rank's own GPU; "
+                    f"place the module on torch.device(\"cuda\", {fact.per_rank})"))
                 continue
             if fact.unread_ids:
-                # reported where the module was placed: that is the line to change
                 yield Finding(fact.module.value.origin or fact.node, (
-                    f"{context.operand(fact.module)} is on {context.where(fact.module.value)} but device_ids is "
-                    f"`{fact.unread_ids}` (line {context.line_of(fact.node)}), chosen at run time and not counted from "
-                    f"0; place the module on torch.device(\"cuda\", {fact.unread_ids}[0])"))
+                    f"{placed_on} but device_ids is `{fact.unread_ids}` (line {context.line_of(fact.node)}), chosen "
+                    f"at run time and not counted from 0; place the module on "
+                    f"torch.device(\"cuda\", {fact.unread_ids}[0])"))
                 continue
             ids = ("DataParallel's default device_ids (every GPU) start at 0" if fact.default_ids
                    else f"device_ids[0] is {fact.first_id}")
-            yield Finding(fact.node, (
-                f"{context.operand(fact.module)} is on {context.where(fact.module.value)} but {ids}; "
-                "the module must sit on device_ids[0]"))
+            yield Finding(fact.node, f"{placed_on} but {ids}; the module must sit on device_ids[0]")
 
 
 class OptimizerBeforeMove(Rule):
