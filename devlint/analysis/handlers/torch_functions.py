@@ -99,6 +99,9 @@ def cuda_only(call: ApiCall) -> Value:
 @FUNCTIONS.on(api.PROCESS_GROUP_INIT)
 def init_process_group(call: ApiCall) -> Value:
     evidence = call.ev.program.facts.distributed
+    world_size = call.keyword("world_size")
+    if world_size is not None and literal_of(world_size.value) == 1:
+        return Value(kind=HOST)  # a group of one process (a test's in-process group): no ranks to place
     evidence.setup = evidence.setup or call.node
     backend = call.keyword("backend")
     if backend is None and call.args and call.args[0].keyword is None:
