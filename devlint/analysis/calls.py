@@ -28,7 +28,7 @@ from .lattice import (
     UNGUARDED,
     ANY, BATCH, CLASS, CPU, CUDA, DEVICE, DISTRIBUTION, FUNCTION, HOST, HOST_PATH, LIST, METHOD, MODULE, OBJECT,
     OPTIMIZER, OWN_FORWARD_MOVES, REF, SOURCE_CREATED, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_FACTORY,
-    SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR,
+    SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR,
     TOKENIZER, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, literal_of, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier, string_value
@@ -211,8 +211,9 @@ class CallEvaluator:
             return None
         if value.device.known and value.kind == ANY:
             return value.device
-        if value.source == SOURCE_MIXED:
-            return UNKNOWN
+        if value.source in (SOURCE_MIXED, SOURCE_OPAQUE) or (
+                value.kind == ANY and value.source == PROJECT_SOURCE and isinstance(value.origin, cst.Call)):
+            return UNKNOWN  # (what a call gave, here or in another file: not guessed from its name)
         return self.symbolic_device(expr, env) or UNKNOWN
 
     def symbolic_device(self, expr: cst.BaseExpression, env) -> Optional[Device]:

@@ -29,7 +29,7 @@ from .lattice import (
     OPAQUE_VALUE, TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values, key_of, keyed_dict, surely_not_none,
 )
 from .hot_path import is_interval_test
-from .project import absolute_import
+from .project import PROJECT_SOURCE, absolute_import
 from .names import child_nodes, dotted_name, integer_value, last_identifier, string_value, sub_expressions
 from .rebound_fields import may_be_rebound
 from .value_queries import is_move_call
@@ -494,8 +494,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                          scalar=False if value.source else None)
         if value.kind == LIST and value.items:
             return value.items[0]
-        if value.source in (SOURCE_DEVICE_AWARE, SOURCE_OPAQUE) and value.kind == ANY:
-            return value  # `model, loader = accelerator.prepare(model, loader)`
+        if value.source in (SOURCE_DEVICE_AWARE, SOURCE_OPAQUE, PROJECT_SOURCE) and value.kind == ANY:
+            # `model, loader = accelerator.prepare(model, loader)`; `dtype, device = helper(...)` of
+            # another file: what it gave, not guessed from the names it is unpacked into
+            return value
         if value.kind == TENSOR:  # `values, indices = torch.max(t, 1)`, `a, b = t.chunk(2)`
             return Value(kind=TENSOR, device=value.device, origin=value.origin, via=value.via, source=value.source,
                          stored=value.stored)
@@ -601,6 +603,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if kind == REF:
             qualname = f"{base.cls}.{attr}"
             return self.program.place.value(qualname, node) or Value(kind=REF, cls=qualname)
+        if kind in (TENSOR, BATCH, MODULE) and attr == "device" and not base.device.known:
+            # wherever a tensor the analysis cannot place is (`torch.empty(0).device`, the default
+            # device): unknown, and a variable named `device` holding it is no device to guess about
+            return Value(kind=DEVICE, source=SOURCE_MIXED, origin=node)
         if kind in (TENSOR, BATCH):
             if attr == "device":
                 return Value(kind=DEVICE, device=base.device, origin=base.origin, via=base.via)

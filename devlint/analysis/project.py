@@ -27,7 +27,7 @@ from .hot_path import STEPPING, TRAINING
 from .lattice import (
     SYMBOLIC,
     ANY, BATCH, CLASS, DEVICE, FUNCTION, MODULE, OWN_FORWARD_MOVES, REF, SOURCE_DEVICE_AWARE, TENSOR, TUPLE, UNKNOWN,
-    UNKNOWN_VALUE, Device, Source, Value,
+    OPAQUE_VALUE, UNKNOWN_VALUE, Device, Source, Value,
 )
 from .names import dotted_name
 
@@ -95,7 +95,7 @@ def import_value(data: dict, node) -> Value:
     """A value from another file; devices keep the mark, so their root is reported only there."""
     if data["kind"] == TUPLE:
         return Value(kind=TUPLE, origin=node, items=tuple(
-            import_value(item, node) if item is not None else UNKNOWN_VALUE for item in data["items"]))
+            import_value(item, node) if item is not None else OPAQUE_VALUE for item in data["items"]))
     kind, index, key = data["device"]
     source = PROJECT_SOURCE if data["kind"] == DEVICE else data["source"] if data["source"] != PROJECT_SOURCE else ""
     return Value(kind=data["kind"], device=Device(kind, index, key), origin=node, source=source,
@@ -189,7 +189,13 @@ class ProjectIndex:
         if kind == "function":
             bound = dict(zip(data["params"], positional))
             bound.update(keywords)
-            return self.resolve(summary["root"], data["result"], node, default_device, bound, depth + 1)
+            for param in data["params"]:
+                # left to its default, which the summary does not know: not the caller's own `device`
+                bound.setdefault(param, UNKNOWN_VALUE)
+            result = self.resolve(summary["root"], data["result"], node, default_device, bound, depth + 1)
+            # (a function of the project whose summary says nothing of its result: what it returns is
+            # unknown, and not to be guessed from the name it is given here)
+            return result if result is not None else OPAQUE_VALUE
         return None
 
     def trains(self, root: str, qualname: str) -> bool:
