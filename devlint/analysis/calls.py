@@ -274,7 +274,7 @@ class CallEvaluator:
         project = self.program.place.call(qualname, node, args, env, self.call_heat, self.recording, self.loop_key)
         if project is not None:
             self.escape(args, env)
-            if project.kind == MODULE and project.device.is_cpu and any(a.value.kind == MODULE for a in args):
+            if project.kind == MODULE and project.device.is_cpu and any(_gives_a_module(a) for a in args):
                 # a module another file builds from the one it is given (`get_path_model(model=m)`) is
                 # made from that module's tensors, wherever they are: its summary cannot say where
                 project = replace(project, device=UNKNOWN)
@@ -769,3 +769,9 @@ def _held_optimizers(values, module: int) -> List[Value]:
     return found
 
 
+def _gives_a_module(arg: Arg) -> bool:
+    """A module, or a value the analysis does not know that is passed as one (`model=self.model`)."""
+    if arg.value.kind == MODULE:
+        return True
+    name = arg.keyword or last_identifier(arg.node.value)
+    return arg.value.kind == ANY and not arg.value.device.known and bool(_MODEL_NAME.search(name))
