@@ -134,6 +134,7 @@ class ProgramServices(Protocol):
     hot_reported: Set[tuple]
     unregistered_used: Set[int]
     asks_availability: bool
+    module_skipped_without_accelerator: bool
 
     @property
     def rebound_fields(self) -> frozenset: ...

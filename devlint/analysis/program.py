@@ -67,6 +67,8 @@ class Program:
         self._text_offers_cpu_path = bool(api.CPU_PATH_TEXT.search(source))
         #: the file asks somewhere whether an accelerator is there (a `"cpu"` else-branch alone does not)
         self.asks_availability = bool(api.AVAILABILITY_TEXT.search(source))
+        #: a test module that skips itself where there is no GPU: everything in it runs with CUDA
+        self.module_skipped_without_accelerator = self.asks_availability and _skipped_without_accelerator(module)
         self.facts.requirements.runs_without_cuda = self._text_offers_cpu_path
         self.module_env = Env()
         self.functions: Dict[int, FunctionInfo] = {}
@@ -608,6 +610,8 @@ class Program:
 
     def accelerator_only(self, info: FunctionInfo) -> bool:
         """A test skipped without a GPU, a `*_cuda` helper: it runs only where CUDA is."""
+        if self.module_skipped_without_accelerator:
+            return True
         texts = [info.name] + [word for d in info.node.decorators for word in _words(d.decorator)]
         if info.owner is not None:
             texts += [info.owner.name] + [word for d in info.owner.node.decorators for word in _words(d.decorator)]
@@ -1029,3 +1033,27 @@ def _self_attribute_under(node: cst.BaseExpression) -> Optional[str]:
             node = node.value
         else:
             return None
+
+
+def _skipped_without_accelerator(module: cst.Module) -> bool:
+    """`if not torch.cuda.is_available(): pytest.skip(..., allow_module_level=True)`, or
+    `pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`, at the top of a module."""
+    for statement in module.body:
+        if isinstance(statement, cst.If) and api.AVAILABILITY_TEXT.search(module.code_for_node(statement.test)):
+            if any(_skips_module(node) for node in walk(statement.body)):
+                return True
+        elif isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                        and dotted_name(small.targets[0].target) == "pytestmark"):
+                    text = module.code_for_node(small.value)
+                    if "skipif" in text and api.AVAILABILITY_TEXT.search(text):
+                        return True
+    return False
+
+
+def _skips_module(node: cst.CSTNode) -> bool:
+    """`pytest.skip(..., allow_module_level=True)` or `raise unittest.SkipTest(...)`."""
+    if isinstance(node, cst.Call) and (dotted_name(node.func) or "").endswith("skip"):
+        return any(a.keyword is not None and a.keyword.value == "allow_module_level" for a in node.args)
+    return isinstance(node, cst.Raise) and "SkipTest" in (dotted_name(getattr(node.exc, "func", node.exc)) or "")
