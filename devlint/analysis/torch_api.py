@@ -565,7 +565,9 @@ _IMPLICIT_ACCELERATOR_STATE = re.compile(r"offload|hf_device_map|_hf_hook", re.I
 #: Names of a process's rank: a device computed from one picks a GPU per process.
 _RANK_NAME = re.compile(r"(^|_)(local_|global_|node_)?rank$", re.IGNORECASE)
 #: Decorators and test markers that run a function only where an accelerator exists.
-_ACCELERATOR_ONLY = re.compile(r"cuda|gpu|accelerat|nccl|multi_?device|distributed", re.IGNORECASE)
+#: (`is_sm_at_least_90()`, `get_device_capability() >= (8, 9)`: a GPU architecture is asked for)
+_ACCELERATOR_ONLY = re.compile(r"cuda|gpu|accelerat|nccl|multi_?device|distributed|sm_at_least|is_sm_|capability",
+                               re.IGNORECASE)
 
 
 def is_accelerator_only_marker(text: str) -> bool:
