@@ -70,13 +70,15 @@ def test_cycle_finder_sees_a_cycle():
     assert _cycle_from({"a": {"b"}, "b": {"c"}, "c": {"a"}}, "a") == ["a", "b", "c", "a"]
 
 
+class _Quiet:
+    """An evaluator for handlers that only read the call: nothing is recorded."""
+
+    recording = False
+
+
 def _call(name: str, source: str = "f()", **changes) -> ApiCall:
     node = cst.parse_expression(source)
-    return ApiCall(name, node, [Arg(a, Value(kind=HOST)) for a in node.args], Env(), evaluator_stub(), **changes)
-
-
-class evaluator_stub:  # noqa: N801  (handlers below only read the call; nothing to record)
-    recording = False
+    return ApiCall(name, node, [Arg(a, Value(kind=HOST)) for a in node.args], Env(), _Quiet(), **changes)
 
 
 def test_handlers_for_a_name_run_in_registration_order_until_one_answers():

@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequ
 import libcst as cst
 
 from ..call_args import Arg
+from ..declarations import ProgramServices
 from ..env import Env
 from ..lattice import UNKNOWN_VALUE, Device, Value
 
@@ -16,7 +17,7 @@ class Evaluator(Protocol):
 
     Spelled out so that handlers depend on this interface, not on the interpreter's classes."""
 
-    program: Any      # the file's `Program`: its facts, classes and settings
+    program: ProgramServices  # the file's `Program`: its facts, classes and settings
     scope: Any        # the function being interpreted (`Scope`)
     recording: bool
     unguarded_cuda_calls: List[cst.CSTNode]
