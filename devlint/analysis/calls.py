@@ -25,11 +25,11 @@ from .handlers.registry import ApiCall
 from .handlers.tensor_methods import TENSOR_METHODS
 from .handlers.torch_functions import FUNCTIONS
 from .lattice import (
-    UNGUARDED,
     ANY, BATCH, CLASS, CPU, CUDA, DEVICE, DISTRIBUTION, FUNCTION, HOST, HOST_PATH, LIST, METHOD, MODULE, OBJECT,
     OPTIMIZER, OWN_FORWARD_MOVES, REF, SOURCE_CREATED, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_FACTORY,
-    SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR,
-    TOKENIZER, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of, join_all, literal_of, symbolic,
+    SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
+    SYMBOLIC, TENSOR, TOKENIZER, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of,
+    join_all, literal_of, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier, string_value
 from .project import PROJECT_SOURCE

@@ -22,11 +22,10 @@ from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
-    CPU_KIND, CUDA, META, MPS, XPU,
-    ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, MODULE, OBJECT, REF,
-    SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE, SOURCE_DEVICE_TYPE, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE,
-    STEP_SAMPLE, TENSOR,
-    OPAQUE_VALUE, TUPLE, UNKNOWN_VALUE, Value, container_of, join_all, join_values, key_of, keyed_dict, surely_not_none,
+    ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, META,
+    MODULE, MPS, OBJECT, OPAQUE_VALUE, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
+    SOURCE_DEVICE_TYPE, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN_VALUE, XPU,
+    Value, container_of, join_all, join_values, key_of, keyed_dict, surely_not_none,
 )
 from .hot_path import is_interval_test
 from .project import PROJECT_SOURCE, absolute_import

@@ -33,9 +33,9 @@ from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
 from .invocation import site_from
 from .lattice import (
-    UNGUARDED,
-    ANY, BATCH, CLASS, DEVICE, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, REF, SYMBOLIC, TENSOR, TUPLE,
-    SOURCE_AVAILABILITY, SOURCE_UNREGISTERED, DISTRIBUTION, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all, join_paths, symbolic,
+    ANY, BATCH, CLASS, DEVICE, DISTRIBUTION, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, REF,
+    SOURCE_AVAILABILITY, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device,
+    Value, join_all, join_paths, symbolic,
 )
 from .names import dotted_name, last_identifier, string_value, sub_expressions, walk
 from .project import PROJECT_SOURCE, ProjectPlace

@@ -25,9 +25,8 @@ import libcst as cst
 from . import torch_api as api
 from .hot_path import STEPPING, TRAINING
 from .lattice import (
-    SYMBOLIC,
-    ANY, BATCH, CLASS, DEVICE, FUNCTION, MODULE, OWN_FORWARD_MOVES, REF, SOURCE_DEVICE_AWARE, TENSOR, TUPLE, UNKNOWN,
-    OPAQUE_VALUE, UNKNOWN_VALUE, Device, Source, Value,
+    ANY, BATCH, CLASS, DEVICE, FUNCTION, MODULE, OPAQUE_VALUE, OWN_FORWARD_MOVES, REF, SOURCE_DEVICE_AWARE,
+    SYMBOLIC, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Source, Value,
 )
 from .names import dotted_name
 

@@ -80,10 +80,6 @@ class ApiCall:
     def keyword(self, name: str) -> Optional[Arg]:
         return next((a for a in self.args if a.keyword == name), None)
 
-    @property
-    def positional(self) -> List[Arg]:
-        return [a for a in self.args if a.keyword is None and not a.node.star]
-
 
 Handler = Callable[[ApiCall], Optional[Value]]
 Names = Union[str, Iterable[str]]
@@ -137,7 +133,3 @@ class Registry:
             if result is not None:
                 return result
         return None
-
-    def names(self) -> Set[str]:
-        """Every name registered by name (not by predicate): for documentation and tests."""
-        return set().union(*(match for match, _ in self._entries if isinstance(match, set)))
