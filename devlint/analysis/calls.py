@@ -211,9 +211,9 @@ class CallEvaluator:
             return None
         if value.device.known and value.kind == ANY:
             return value.device
-        if value.source in (SOURCE_MIXED, SOURCE_OPAQUE) or (
+        if value.source == SOURCE_MIXED or (
                 value.kind == ANY and value.source == PROJECT_SOURCE and isinstance(value.origin, cst.Call)):
-            return UNKNOWN  # (what a call gave, here or in another file: not guessed from its name)
+            return UNKNOWN  # (what another file's function gave: its summary says, not the name)
         return self.symbolic_device(expr, env) or UNKNOWN
 
     def symbolic_device(self, expr: cst.BaseExpression, env) -> Optional[Device]:

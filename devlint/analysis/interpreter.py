@@ -493,7 +493,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                          scalar=False if value.source else None)
         if value.kind == LIST and value.items:
             return value.items[0]
-        if value.source in (SOURCE_DEVICE_AWARE, SOURCE_OPAQUE, PROJECT_SOURCE) and value.kind == ANY:
+        if value.source in (SOURCE_DEVICE_AWARE, SOURCE_OPAQUE, SOURCE_MIXED, PROJECT_SOURCE) and value.kind == ANY:
             # `model, loader = accelerator.prepare(model, loader)`; `dtype, device = helper(...)` of
             # another file: what it gave, not guessed from the names it is unpacked into
             return value

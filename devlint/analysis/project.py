@@ -25,7 +25,7 @@ import libcst as cst
 from . import torch_api as api
 from .hot_path import STEPPING, TRAINING
 from .lattice import (
-    ANY, BATCH, CLASS, DEVICE, FUNCTION, MODULE, OPAQUE_VALUE, OWN_FORWARD_MOVES, REF, SOURCE_DEVICE_AWARE,
+    ANY, BATCH, CLASS, DEVICE, FUNCTION, MODULE, OWN_FORWARD_MOVES, REF, SOURCE_DEVICE_AWARE, SOURCE_MIXED,
     SYMBOLIC, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Source, Value,
 )
 from .names import dotted_name
@@ -35,6 +35,10 @@ _VALUE_KINDS = frozenset({DEVICE, MODULE})
 #: Kinds a function result must have to be worth exporting.
 _RESULT_KINDS = frozenset({DEVICE, MODULE, "tensor", "batch", "loader", ANY, TUPLE})
 PROJECT_SOURCE = Source.PROJECT
+#: what another file's summary leaves unsaid (a tuple item, a result it could not describe): unknown,
+#: and a variable it is stored in is not a device to guess about from its name (e3nn's
+#: `dtype, device = explicit_default_types(dtype, device)` gives the default device)
+UNSAID = Value(source=SOURCE_MIXED)
 _MAX_DEPTH = 8
 
 Exports = dict  # {"module", "root", "package", "imports", "classes", "functions", "values"}
@@ -94,7 +98,7 @@ def import_value(data: dict, node) -> Value:
     """A value from another file; devices keep the mark, so their root is reported only there."""
     if data["kind"] == TUPLE:
         return Value(kind=TUPLE, origin=node, items=tuple(
-            import_value(item, node) if item is not None else OPAQUE_VALUE for item in data["items"]))
+            import_value(item, node) if item is not None else UNSAID for item in data["items"]))
     kind, index, key = data["device"]
     source = PROJECT_SOURCE if data["kind"] == DEVICE else data["source"] if data["source"] != PROJECT_SOURCE else ""
     return Value(kind=data["kind"], device=Device(kind, index, key), origin=node, source=source,
@@ -194,7 +198,7 @@ class ProjectIndex:
             result = self.resolve(summary["root"], data["result"], node, default_device, bound, depth + 1)
             # (a function of the project whose summary says nothing of its result: what it returns is
             # unknown, and not to be guessed from the name it is given here)
-            return result if result is not None else OPAQUE_VALUE
+            return result if result is not None else UNSAID
         return None
 
     def trains(self, root: str, qualname: str) -> bool:
