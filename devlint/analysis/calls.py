@@ -131,6 +131,8 @@ class CallEvaluator:
 
     def note_unregistered_use(self, operands: List[Tuple[cst.CSTNode, Value]]) -> None:
         """A plain CPU tensor attribute meets something that may be on the module's device."""
+        if not self.recording:
+            return  # (a generic pass of a method every caller reaches: its callers' passes tell)
         stored = [v for _, v in operands if v.source == SOURCE_UNREGISTERED and v.origin is not None]
         # (the other operand is known to be off the CPU or is the method's tensor input, which comes
         # on the module's device; a value we know nothing of, such as a sample a library drew,
@@ -142,7 +144,7 @@ class CallEvaluator:
 
     def record_mismatch(self, node, context, anchor: Operand, offender: Operand, operation: str) -> None:
         if offender.value.source == SOURCE_UNREGISTERED:  # DEV105's root cause, reported where it is stored
-            if offender.value.origin is not None:
+            if offender.value.origin is not None and self.recording:
                 self.program.unregistered_used.add(id(offender.value.origin))
             return
         # A model left on the CPU is one root cause however many inputs reach it.

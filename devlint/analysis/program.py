@@ -28,7 +28,7 @@ from .call_order import callers_first, calls_by_function, calls_in
 from .declarations import ClassInfo, FunctionInfo
 from .hot_path import is_interval_test
 from .call_args import caller_arg
-from .value_queries import is_move_call
+from .value_queries import empty_placeholder, is_move_call
 from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
 from .invocation import site_from
@@ -517,6 +517,8 @@ class Program:
             or (value.kind == LIST and any(item.kind == TENSOR and item.parameter for item in value.items)))
         if parameters:  # `{t: nn.Parameter(...) for t in types}`: not registered, not moved
             what = container
+        if what == "tensor" and empty_placeholder(written) and may_be_rebound(name, self.rebound_fields):
+            what = ""  # an empty stand-in another method replaces (NeMo's streaming buffers)
         if what:
             info.reported.add(name)
             self.facts.unregistered_state.append(
