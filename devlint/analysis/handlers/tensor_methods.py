@@ -11,7 +11,8 @@ from typing import Optional
 
 from .. import torch_api as api
 from ..facts import DiscardedMove, Operand
-from ..lattice import BATCH, HOST, REF, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_TYPE_NAME, TENSOR, UNKNOWN, Value
+from ..lattice import BATCH, HOST, REF, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_TYPE_NAME, TENSOR, UNKNOWN, Value, literal_of
+from ..names import last_identifier
 from .registry import ApiCall, Registry
 
 TENSOR_METHODS = Registry("tensor methods")
@@ -75,7 +76,14 @@ def type_(call: ApiCall) -> Optional[Value]:
         device = api.tensor_type_device(given.cls) or (receiver.device if api.is_dtype(given.cls) else UNKNOWN)
         return Value(kind=TENSOR, device=device, origin=node if device != receiver.device else receiver.origin,
                      source=receiver.source if device == receiver.device else "", scalar=receiver.scalar)
-    return None
+    named = literal_of(given)
+    if isinstance(named, str):  # `x.type("torch.cuda.FloatTensor")`
+        device = api.tensor_type_device(named) or receiver.device
+        return Value(kind=TENSOR, device=device, origin=node, scalar=receiver.scalar)
+    if api.is_dtype_name(last_identifier(args[0].node.value)):  # `x.type(self.dtype)`: a cast, in place
+        return None
+    # `pad.type(input.type())` of an input we know nothing of: wherever that input is
+    return Value(kind=TENSOR, device=UNKNOWN, origin=node, scalar=receiver.scalar)
 
 
 @TENSOR_METHODS.on("type_as")
