@@ -282,6 +282,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if split:
             then_env.guarded = else_env.guarded = True
             accelerated = host_side_first(node.test)
+            if not several and _names_a_device(node.test):
+                # `if t.device != torch.device("cuda"): t = t.to("cuda")`: the side where the test says
+                # "not on the accelerator" runs on machines without one, and is no guard for it
+                (then_env, else_env)[1 - accelerated].guarded = env.guarded
             then_env.path, else_env.path = (ACCELERATOR_PATH, HOST_PATH) if accelerated == 0 else (HOST_PATH, ACCELERATOR_PATH)
             if several:
                 then_env.path, accelerated = SEVERAL_PATH, BOTH_SIDES
@@ -1042,6 +1046,23 @@ def same_device_names(test: cst.BaseExpression, holds: bool) -> Optional[Tuple[s
             return None
         names.append(name)
     return (names[0], names[1]) if holds else None
+
+
+def _names_a_device(test: cst.BaseExpression) -> bool:
+    """Is the test one comparison with a device written out (`x.device == "cuda"`,
+    `d != torch.device("cpu")`), whose two sides are surely the accelerator's and the host's?"""
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    if not isinstance(test.comparisons[0].operator, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
+        return False
+    for side in (test.left, test.comparisons[0].comparator):
+        if isinstance(side, cst.Call) and dotted_name(side.func) in ("torch.device", "device") and side.args:
+            side = side.args[0].value
+        if string_value(side) in ("cuda", "cpu") or (string_value(side) or "").startswith("cuda:"):
+            return True
+    return False
 
 
 def host_side_first(test: cst.BaseExpression) -> int:
