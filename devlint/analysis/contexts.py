@@ -24,7 +24,7 @@ from .interpreter import Interpreter, Scope
 from .invocation import (
     MAX_CONTEXTS, MAX_DEPTH, CallSite, Invocation, bind_parameters, context_key, set_fields,
 )
-from .lattice import DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, UNKNOWN_VALUE, Value, join_all, join_paths
+from .lattice import DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, UNGUARDED, UNKNOWN_VALUE, Value, join_all, join_paths
 from .names import string_value
 
 
@@ -60,9 +60,9 @@ class ContextRunner:
         node_id = id(info.node)
         if node_id in self.stack or len(self.stack) >= MAX_DEPTH or self.exhausted:
             return None
-        bound = bind_parameters(info.node.params, site, receiver, lambda p: self.default_value(info, p))
+        bound = bind_parameters(info.node.params, site, receiver, lambda p: self.default_value(info, p, site))
         if receiver is not None and _is_static(info):
-            bound = bind_parameters(info.node.params, site, None, lambda p: self.default_value(info, p))
+            bound = bind_parameters(info.node.params, site, None, lambda p: self.default_value(info, p, site))
             receiver = None
         site.from_module_level = caller.scope.owner is None and not caller.scope.method
         key = context_key(info.node, bound, site)
@@ -164,13 +164,16 @@ class ContextRunner:
 
     # --- values ---------------------------------------------------------------------
 
-    def default_value(self, info: FunctionInfo, param: cst.Param) -> Value:
-        """A parameter left to its default: a device string is the caller's choice (no fallback
-        needed at the signature), any other default is evaluated where the function was defined."""
+    def default_value(self, info: FunctionInfo, param: cst.Param, site: CallSite) -> Value:
+        """A parameter left to its default, evaluated where the function was defined. A device
+        string is what this call asks for: a call that leaves `device="cuda"` to its default, on a
+        path with no availability check, needs a GPU (mmdetection's `init_detector(config)`)."""
         text = string_value(param.default)
         device = api.parse_device_string(text) if text is not None else None
         if device is not None:
-            return Value(kind=DEVICE, device=device, origin=param.default)
+            if device.kind == api.CUDA and not site.guarded and not self.program.accelerator_only(info):
+                device = replace(device, kind=UNGUARDED, root=param.default)
+            return Value(kind=DEVICE, device=device, origin=param.default, cls="str")
         evaluator = Interpreter(self.program, Scope(outer=info.outer))
         evaluator.silent += 1
         value = evaluator.eval(param.default, Env())
