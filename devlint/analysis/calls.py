@@ -241,8 +241,12 @@ class CallEvaluator:
             return Device(method)
         if method == "cuda":
             if positional and integer_value(positional[0].node.value) is None:
-                target = self.placement(positional[0], node, env)
-                if target is not None and target.known:
+                arg = positional[0]
+                target = self.device_argument(arg.node.value, arg.value, env)
+                # (`.cuda(args.gpu)` is on a GPU whatever `args.gpu` holds: a chosen device that
+                # may be the CPU is no fallback there, nor the device the code chose)
+                if target is not None and target.known and target.kind != SYMBOLIC:
+                    self.note_placement(target, arg.value if arg.value.kind == DEVICE else None, node, env)
                     return target
             index = integer_value(positional[0].node.value) if positional else env.current_gpu
             # `.cuda(args.gpu)`: an index computed at run time, one GPU per process; a bare `.cuda()`

@@ -176,8 +176,9 @@ class ContextRunner:
             return Value(kind=DEVICE, device=device, origin=param.default, cls="str")
         evaluator = Interpreter(self.program, Scope(outer=info.outer))
         evaluator.silent += 1
-        value = evaluator.eval(param.default, Env())
-        return value if value.kind == HOST else UNKNOWN_VALUE
+        # (`device=torch.device("cuda")` as well: unguarded unless this call's path checked)
+        value = evaluator.eval(param.default, Env(guarded=site.guarded or self.program.accelerator_only(info)))
+        return value if value.kind in (HOST, DEVICE) else UNKNOWN_VALUE
 
     def fields_seen_by(self, info: FunctionInfo, receiver: Value, name: str) -> Dict[str, Value]:
         """`self.x` as the method sees it: the object's fields, else what the class's constructor sets."""
