@@ -198,6 +198,8 @@ class CallEvaluator:
         literal = integer_value(expr)
         if literal is not None:
             return Device(CUDA, literal)
+        if value.kind == HOST and value.source != SOURCE_CURRENT_DEVICE and api.is_dtype_name(last_identifier(expr)):
+            return None  # `mask.to(dtype)` with `dtype=inputs_embeds.dtype` bound by the call: a cast
         if value.kind == HOST:
             if value.literal == (None,):  # `device=None` (a default left alone): the default device
                 return env.default_device

@@ -775,8 +775,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             # indexed by a constant, it may as well be a tuple of sizes
             return UNKNOWN_VALUE
         if base.kind in (TENSOR, BATCH):
-            # a slice of a shaped tensor (`t[:, 1:]`) is shaped; an integer index may leave a 0-dim one
-            sliced = base.scalar is False and any(isinstance(e.slice, cst.Slice) for e in node.slice)
+            # a slice of a shaped tensor (`t[:, 1:]`) is shaped, and so is one given new axes
+            # (`mask[None, None]`); an integer index may leave a 0-dim one
+            sliced = base.scalar is False and any(
+                isinstance(e.slice, cst.Slice) or (isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name)
+                                                    and e.slice.value.value == "None")
+                for e in node.slice)
             return Value(kind=TENSOR, device=base.device, origin=base.origin, via=base.via, source=base.source,
                          scalar=False if (base.kind == BATCH and base.source) or sliced else None)
         if base.kind == TUPLE and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
