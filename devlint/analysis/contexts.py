@@ -26,6 +26,7 @@ from .invocation import (
 )
 from .lattice import DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, UNGUARDED, UNKNOWN_VALUE, Value, join_all, join_paths
 from .names import string_value
+from .value_queries import host_data
 
 
 #: Statements interpreted per byte of source before calls stop being entered in context.
@@ -178,7 +179,7 @@ class ContextRunner:
         evaluator.silent += 1
         # (`device=torch.device("cuda")` as well: unguarded unless this call's path checked)
         value = evaluator.eval(param.default, Env(guarded=site.guarded or self.program.accelerator_only(info)))
-        return value if value.kind in (HOST, DEVICE) else UNKNOWN_VALUE
+        return value if value.kind in (HOST, DEVICE) or host_data(value) else UNKNOWN_VALUE  # (`mean=(0.5, 0.5)`)
 
     def fields_seen_by(self, info: FunctionInfo, receiver: Value, name: str) -> Dict[str, Value]:
         """`self.x` as the method sees it: the object's fields, else what the class's constructor sets."""
