@@ -167,6 +167,8 @@ def _factory(call: ApiCall, default: Device) -> Value:
         scalar = args[0].value.scalar
     elif _empty_shape(args):
         return _placeholder(node)
+    elif args and isinstance(args[0].node.value, cst.Tuple) and not args[0].node.value.elements:
+        scalar = True  # `torch.zeros(())`: a 0-dim tensor
     return Value(kind=TENSOR, device=device, origin=node, source=call.ev.factory_source,
                  scalar=scalar, explicit_device=given, host_copy=host_copy)
 
@@ -179,6 +181,8 @@ def _scalar_data(args: Sequence[Arg]) -> Optional[bool]:
         return True
     if isinstance(data, cst.Name) and data.value in ("True", "False"):
         return True
+    if args[0].value.kind == HOST and args[0].value.cls in ("int", "float"):
+        return True  # `torch.tensor(seen)` with `seen` a count bound by the call
     if not isinstance(data, (cst.List, cst.Tuple, cst.ListComp)) and args[0].value.kind not in (LIST, TUPLE):
         return None  # (a Python list or tuple, however it got here, makes at least one dimension)
     return False
