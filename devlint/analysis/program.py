@@ -517,6 +517,8 @@ class Program:
             or (value.kind == LIST and any(item.kind == TENSOR and item.parameter for item in value.items)))
         if parameters:  # `{t: nn.Parameter(...) for t in types}`: not registered, not moved
             what = container
+        if what in ("list", "tuple", "dict") and _lists_registered_parts(written, info.module_assigned):
+            what = ""  # `self.lins = [self.lin0, self.lin1]`: an index of parts registered by name
         if what == "tensor" and empty_placeholder(written) and may_be_rebound(name, self.rebound_fields):
             what = ""  # an empty stand-in another method replaces (NeMo's streaming buffers)
         if what:
@@ -882,6 +884,19 @@ def _registers_parts(info: FunctionInfo, owner: "ClassInfo") -> bool:
                 and receiver.startswith("self.") and getattr(owner.attrs.get(receiver), "kind", None) == MODULE:
             return True
     return False
+
+
+def _lists_registered_parts(written, registered) -> bool:
+    """`[self.lin0, self.lin1]` (or a dict of them) where each is a submodule this class set by name."""
+    if isinstance(written, (cst.List, cst.Tuple)):
+        items = [element.value for element in written.elements]
+    elif isinstance(written, cst.Dict):
+        items = [element.value for element in written.elements if isinstance(element, cst.DictElement)]
+    else:
+        return False
+    return bool(items) and all(
+        isinstance(item, cst.Attribute) and isinstance(item.value, cst.Name) and item.value.value == "self"
+        and item.attr.value in registered for item in items)
 
 
 def _answers_interval_test(function: cst.FunctionDef) -> bool:
