@@ -24,7 +24,7 @@ from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, META,
     MODULE, MPS, OBJECT, OPAQUE_VALUE, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
-    SOURCE_DEVICE_TYPE, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN_VALUE, XPU,
+    SOURCE_DEVICE_TYPE, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU,
     Value, container_of, join_all, join_values, key_of, keyed_dict, surely_not_none,
 )
 from .hot_path import is_interval_test
@@ -271,6 +271,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if then_env.get(name) is not None:
                 then_env.values[name] = Value(kind=HOST)
         self.narrow_wrapped(node.test, then_env, else_env)
+        for name, side in _tested_on_cuda(node.test):  # `if buf.is_cuda: ... else:` buf is off CUDA there
+            off = (then_env, else_env)[side]
+            value = off.get(name)
+            if value is not None and value.kind in (TENSOR, BATCH) and value.device.is_accelerator:
+                off.values[name] = replace(value, device=UNKNOWN)
         failed = narrowed(node.test, api.TENSOR_TYPES) if isinstance(node.test, cst.Call) else []
         for name in failed:  # where it holds, an unknown x is a tensor (of an unknown device)
             if then_env.get(name) is not None and then_env.values[name].kind == ANY:
@@ -1050,6 +1055,27 @@ def same_device_names(test: cst.BaseExpression, holds: bool) -> Optional[Tuple[s
             return None
         names.append(name)
     return (names[0], names[1]) if holds else None
+
+
+def _tested_on_cuda(test: cst.BaseExpression) -> List[Tuple[str, int]]:
+    """Names a test asks "is it on CUDA?" of (`t.is_cuda`, `t.device.type == "cuda"`), each with the
+    side where the answer is no: 1 for the `else`, 0 for the body (`not t.is_cuda`)."""
+    flips = 0
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        flips += 1
+        test = test.expression
+    subject = None
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        subject = test.value
+    elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and dotted_name(test.left) is not None \
+            and dotted_name(test.left).endswith(".device.type") and isinstance(test.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+        if string_value(test.comparisons[0].comparator) != "cuda":
+            return []
+        flips += isinstance(test.comparisons[0].operator, cst.NotEqual)
+        subject = test.left.value.value
+    if not isinstance(subject, cst.Name):
+        return []
+    return [(subject.value, 1 - flips % 2)]
 
 
 def _names_a_device(test: cst.BaseExpression) -> bool:
