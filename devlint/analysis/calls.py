@@ -397,6 +397,22 @@ class CallEvaluator:
 
     # --- builtins ---------------------------------------------------------------------
 
+    def forget_fields(self, receiver: Value, receiver_node, env) -> None:
+        """A method the file cannot see ran on the object (a base class of another file): the tensors
+        its fields held may have been replaced or moved (avalanche's `self._unpack_minibatch()`)."""
+        key = dotted_name(receiver_node)
+        if key is None:
+            return
+        prefix = key + "."
+        for name, value in list(env.values.items()):
+            if name.startswith(prefix) and value.kind in (TENSOR, BATCH, LIST, TUPLE):
+                env.values[name] = UNKNOWN_VALUE
+        if receiver.ident is not None:
+            heap = self.program.contexts.heap
+            for field, value in heap.fields(receiver.ident).items():
+                if value.kind in (TENSOR, BATCH, LIST, TUPLE):
+                    heap.store(receiver.ident, field, UNKNOWN_VALUE)
+
     def builtin_call(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
         answer = BUILTINS.dispatch(ApiCall(name, node, args, env, self))
         return answer if answer is not None else UNKNOWN_VALUE
@@ -439,6 +455,8 @@ class CallEvaluator:
                 return self.call_bound(attribute, node.func, node, args, env)
         if kind == OBJECT:
             self.escape(args, env)
+            if not self.program.defines(receiver.cls, name) and self.program.inherits_unseen(receiver.cls):
+                self.forget_fields(receiver, receiver_node, env)
             return self.program.call_method(receiver, name, node, args, self, env)
         if kind == CLASS and self.program.defines(receiver.cls, name):  # `TrainState.from_checkpoint(buf)`
             self.escape(args, env)

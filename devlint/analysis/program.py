@@ -747,6 +747,20 @@ class Program:
         self.ensure_class(info)
         return method in info.methods
 
+    def inherits_unseen(self, cls: str, depth: int = 0) -> bool:
+        """Does the class, or a base class of this file, have a base this file does not define?"""
+        info = self.classes.get(cls)
+        if info is None or depth > 8:
+            return False
+        for base in info.node.bases:
+            name = dotted_name(base.value)
+            if name not in self.classes:
+                if name != "object":
+                    return True
+            elif self.inherits_unseen(name, depth + 1):
+                return True
+        return False
+
     def call_method(self, receiver: Value, name: str, node: cst.Call, args, caller=None, env: Optional[Env] = None) -> Value:
         """A method of a class of this file; like `call_function`, the first call from a hot loop
         (`self.training_step(batch)`) makes the method hot."""
