@@ -619,7 +619,13 @@ class Program:
         texts = [info.name] + [word for d in info.node.decorators for word in _words(d.decorator)]
         if info.owner is not None:
             texts += [info.owner.name] + [word for d in info.owner.node.decorators for word in _words(d.decorator)]
-        return any(api.is_accelerator_only_marker(text) for text in texts)
+        return any(api.is_accelerator_only_marker(text) or self._asks_availability(text) for text in texts)
+
+    def _asks_availability(self, name: str) -> bool:
+        """A module-level flag that holds an availability test (`IS_ROCM = torch.cuda.is_available()
+        and torch.version.hip`), as a skip condition names it."""
+        value = self.module_env.values.get(name)
+        return value is not None and value.source == SOURCE_AVAILABILITY
 
     def _bind_parameters(self, info: FunctionInfo, env: Env, seed: Optional[Dict[str, Value]]) -> None:
         params = info.parameters()
