@@ -68,7 +68,8 @@ class Program:
         #: the file asks somewhere whether an accelerator is there (a `"cpu"` else-branch alone does not)
         self.asks_availability = bool(api.AVAILABILITY_TEXT.search(source))
         #: a test module that skips itself where there is no GPU: everything in it runs with CUDA
-        self.module_skipped_without_accelerator = self.asks_availability and _skipped_without_accelerator(module)
+        self.module_skipped_without_accelerator = (self.asks_availability and _skipped_without_accelerator(module)
+                                                   or _imports_gpu_only_package(module))
         self.facts.requirements.runs_without_cuda = self._text_offers_cpu_path
         self.module_env = Env()
         self.functions: Dict[int, FunctionInfo] = {}
@@ -1070,6 +1071,23 @@ def _self_attribute_under(node: cst.BaseExpression) -> Optional[str]:
             node = node.value
         else:
             return None
+
+
+def _imports_gpu_only_package(module: cst.Module) -> bool:
+    """`import triton`, `from vllm import LLM` at the top of the file, outside any `try`."""
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                roots = [(dotted_name(alias.name) or "").split(".", 1)[0] for alias in small.names]
+            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                roots = [(dotted_name(small.module) or "").split(".", 1)[0]]
+            else:
+                continue
+            if any(root in api.GPU_ONLY_PACKAGES for root in roots):
+                return True
+    return False
 
 
 def _skipped_without_accelerator(module: cst.Module) -> bool:

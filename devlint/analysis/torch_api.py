@@ -566,6 +566,13 @@ _IMPLICIT_ACCELERATOR_STATE = re.compile(r"offload|hf_device_map|_hf_hook", re.I
 _RANK_NAME = re.compile(r"(^|_)(local_|global_|node_)?rank$", re.IGNORECASE)
 #: Decorators and test markers that run a function only where an accelerator exists.
 #: (`is_sm_at_least_90()`, `get_device_capability() >= (8, 9)`: a GPU architecture is asked for)
+#: Packages that exist only for GPUs: a file that imports one unconditionally (not in a
+#: `try`/`except ImportError`) runs only where a GPU is, so its hardcoded "cuda" is by design.
+GPU_ONLY_PACKAGES = frozenset({
+    "triton", "vllm", "sglang", "flash_attn", "xformers", "apex", "cupy", "pycuda", "tensorrt", "deep_gemm",
+    "flashinfer", "transformer_engine", "cutlass", "nvidia",
+})
+
 _ACCELERATOR_ONLY = re.compile(r"cuda|gpu|accelerat|nccl|multi_?device|distributed|sm_at_least|is_sm_|capability",
                                re.IGNORECASE)
 
