@@ -244,6 +244,8 @@ class HotPathTracker:
         root = (dotted_name(receiver_node) or "").split(".", 1)[0]
         if root in frame.targets or (receiver.ident is not None and receiver.ident in frame.created):
             return  # a different model each iteration
+        if receiver.owner is not None and not receiver.cls:
+            return  # `getattr(self, f"{kind}_inv_freq")`: a part found by name, a buffer as likely as a model
         if root == "self" and self.scope.in_module_init:
             return  # a module moving itself while it is built: a new one each time it is constructed
         if any((dotted_name(arg.value) or "").split(".", 1)[0] in frame.targets for arg in node.args):
