@@ -737,11 +737,18 @@ class CallEvaluator:
 
     def grow_container(self, receiver: Value, receiver_node, added: Value, env) -> None:
         """`xs.append(v)`, `d[k] = v`: the container may now hold `v` too (a weak update of its element)."""
+        if isinstance(receiver_node, cst.IfExp):  # `(no_decay if p.ndim == 1 else decay).append(p)`: either one
+            for side in (receiver_node.body, receiver_node.orelse):
+                held = env.get(dotted_name(side)) if dotted_name(side) is not None else None
+                if held is not None and held.kind in (LIST, TUPLE):
+                    self.grow_container(held, side, added, env)
+            return
         key = dotted_name(receiver_node)
         if key is not None:
             existing = []
             if receiver.kind == BATCH:
-                existing = [Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source)]
+                existing = [Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
+                                  parameter=receiver.parameter, owner=receiver.owner)]  # (parameters stay their module's)
             elif receiver.items:
                 existing = list(receiver.items) if receiver.kind == TUPLE else [receiver.items[0]]
             updated = container_of(existing + [added], receiver.cls or "list")

@@ -581,7 +581,9 @@ def _owning_module(value: Value) -> Value:
     stack = [(value, 0)]
     while stack:
         current, level = stack.pop()
-        if current.kind in (TENSOR, BATCH) and current.parameter and current.owner is not None:
+        if current.keyed and level < 4:  # a param group: its "params"; `lr`, `weight_decay` are options
+            stack.extend((item, level + 1) for key, item in current.keyed if key == "params")
+        elif current.kind in (TENSOR, BATCH) and current.parameter and current.owner is not None:
             owners.add(current.owner)
             devices.add(current.device)
         elif current.items and level < 4:
