@@ -147,7 +147,10 @@ def site_from(node: cst.Call, args: Sequence, guarded: bool, heat: str, recordin
         if arg.node.star == "*":
             star = True
         elif arg.node.star == "**":
-            double_star = True
+            if arg.value.keyed and all(isinstance(key, str) for key, _ in arg.value.keyed):
+                keywords.update(arg.value.keyed)  # `model.generate(**inputs)` of a dict whose keys are known
+            else:
+                double_star = True
         elif arg.keyword is not None:
             keywords[arg.keyword] = arg.value
         elif not star:

@@ -35,7 +35,7 @@ from .invocation import site_from
 from .lattice import (
     ANY, BATCH, CLASS, DEVICE, DISTRIBUTION, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, REF,
     SOURCE_AVAILABILITY, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device,
-    Value, join_all, join_paths, symbolic,
+    Value, join_all, join_paths, keyed_dict, symbolic,
 )
 from .names import dotted_name, last_identifier, string_value, sub_expressions, walk
 from .project import PROJECT_SOURCE, ProjectPlace
@@ -385,6 +385,8 @@ class Program:
         self.ensure_class(info)
         if info.mapping:  # `BatchEncoding({"input_ids": ids})`: that dict's items, and its class for messages
             contents = args[0].value if len(args) == 1 and args[0].keyword is None and not args[0].node.star else None
+            if args and all(a.keyword is not None for a in args):  # `BatchEncoding(input_ids=ids, ...)`
+                contents = keyed_dict(tuple((a.keyword, a.value) for a in args), node)
             return replace(contents, cls=info.name) if contents is not None and contents.kind == BATCH else UNKNOWN_VALUE
         if _acts_as_module(info):
             instance = Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=info.name,

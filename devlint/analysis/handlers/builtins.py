@@ -5,7 +5,7 @@ from dataclasses import replace
 from typing import Optional
 
 from .. import torch_api as api
-from ..lattice import BATCH, HOST, LIST, MODULE, OBJECT, RANGE, REF, TUPLE, UNKNOWN_VALUE, Value, container_of
+from ..lattice import BATCH, HOST, LIST, MODULE, OBJECT, RANGE, REF, TUPLE, UNKNOWN_VALUE, Value, container_of, keyed_dict
 from ..names import string_value
 from .registry import ApiCall, Registry
 
@@ -107,6 +107,8 @@ def dict_(call: ApiCall) -> Value:
     args, first = call.args, call.first
     if not args:
         return Value(kind=LIST, cls="dict", origin=call.node)
+    if all(a.keyword is not None for a in args):  # `dict(input_ids=ids, attention_mask=mask)`
+        return keyed_dict(tuple((a.keyword, a.value) for a in args), call.node)
     if len(args) == 1 and args[0].keyword is None and not args[0].node.star:
         if first.kind == BATCH or (first.kind == LIST and first.cls == "dict"):  # a copy of a dict: its values
             return replace(first, keyed=())
