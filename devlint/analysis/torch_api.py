@@ -277,6 +277,10 @@ AVAILABILITY_CHECKS = frozenset({
 #: Calls returning the accelerator chosen at run time (or the CPU).
 SELECTED_DEVICE_CALLS = frozenset({"torch.accelerator.current_accelerator"})
 SET_DEFAULT_DEVICE = frozenset({"torch.set_default_device"})
+#: Functions over a model's parameters that return their total norm as a 0-dim tensor on the
+#: parameters' device (reading it with `.item()` waits for the device).
+GRADIENT_NORMS = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.get_total_norm",
+                            "torch.nn.utils.clip_grad.clip_grad_norm_"})
 SET_DEFAULT_TENSOR_TYPE = frozenset({"torch.set_default_tensor_type"})
 #: Host-only libraries: handing them an accelerator tensor fails.
 #: Standard-library modules of plain numbers: what their functions give is a Python number (no

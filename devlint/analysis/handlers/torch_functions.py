@@ -68,6 +68,18 @@ def make_device(call: ApiCall) -> Value:
     return Value(kind=DEVICE, device=device, origin=call.node)
 
 
+@FUNCTIONS.on(api.GRADIENT_NORMS)
+def gradient_norm(call: ApiCall) -> Optional[Value]:
+    """`clip_grad_norm_(model.parameters(), 1.0)`: the total norm, a 0-dim tensor where the parameters are."""
+    if not call.args or call.args[0].keyword is not None:
+        return None
+    device = _owning_module(call.first).device
+    if not device.known:
+        element = call.ev.element_of(call.first, call.args[0].node.value, call.node)
+        device = element.device if element.kind in (TENSOR, BATCH) else UNKNOWN
+    return Value(kind=TENSOR, device=device, origin=call.node, scalar=True) if device.known else None
+
+
 @FUNCTIONS.on(api.SET_DEFAULT_DEVICE)
 def set_default_device(call: ApiCall) -> Value:
     env = call.env
