@@ -274,7 +274,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         for name, side in _tested_on_cuda(node.test):  # `if buf.is_cuda: ... else:` buf is off CUDA there
             off = (then_env, else_env)[side]
             value = off.get(name)
-            if value is not None and value.kind in (TENSOR, BATCH) and value.device.is_accelerator:
+            if value is not None and value.kind in (TENSOR, BATCH) and value.device.known and not value.device.is_cpu:
                 off.values[name] = replace(value, device=UNKNOWN)
         failed = narrowed(node.test, api.TENSOR_TYPES) if isinstance(node.test, cst.Call) else []
         for name in failed:  # where it holds, an unknown x is a tensor (of an unknown device)
