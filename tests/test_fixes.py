@@ -297,3 +297,27 @@ def test_fixes_that_never_settle_stop_after_a_bounded_number_of_passes():
     assert problems == [f"fixes did not settle after {MAX_PASSES} passes; the last result is kept"]
     settled = fix_text("x = 1\n", forever, lambda new_text: [], unsafe=False)
     assert settled == ("#x = 1\n", forever, [], [])
+
+
+_MAIN_GUARD_DEVICE = """\
+import torch
+from torch import nn
+
+
+def predict(model):
+    return model(torch.zeros(2, 4))
+
+
+if __name__ == "__main__":
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    predict(nn.Linear(4, 2).to(device))
+"""
+
+
+def test_a_fix_in_a_function_does_not_lean_on_a_global_only_the_main_guard_binds():
+    # `device` exists only when the file runs as a script: a function of it imported elsewhere
+    # would raise NameError, so the move is not offered with that name
+    found = [d for d in check_text(_MAIN_GUARD_DEVICE, "predict.py", frozenset({"DEV101", "DEV103"}))]
+    assert [d.line for d in found] == [6]
+    edits = [edit.content for d in found if d.fix is not None for edit in d.fix.edits]
+    assert not any("device" in content and "torch.device" not in content for content in edits), edits

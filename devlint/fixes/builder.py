@@ -32,6 +32,7 @@ class EditBuilder:
         self._paths: Dict[cst.CSTNode, List[cst.CSTNode]] = {}
         self._text: Optional[str] = None
         self._line_starts: Optional[List[int]] = None
+        self._main_guards: Optional[List[Optional[CodeRange]]] = None
 
     @property
     def text(self) -> str:
@@ -189,7 +190,34 @@ class EditBuilder:
         here = tree.binding_positions(name, scopes[-1], self._range_or_none)
         if here:
             return any(_before(where.start, start) for where in here)
-        return not local and any(tree.binding_positions(name, outer, self._range_or_none) for outer in scopes[:-1])
+        if local:
+            return False
+        for outer in scopes[:-1]:
+            positions = tree.binding_positions(name, outer, self._range_or_none)
+            if outer is self.module and len(scopes) > 1:
+                # a global bound only under `if __name__ == "__main__":` exists when the file runs as
+                # a script, not when a function of it is imported
+                positions = [where for where in positions if not self._in_main_guard(where.start)]
+            if positions:
+                return True
+        return False
+
+    def _in_main_guard(self, position) -> bool:
+        if self._main_guards is None:
+            self._main_guards = [self._range_or_none(statement) for statement in self.module.body
+                                 if isinstance(statement, cst.If) and _is_main_test(statement.test)]
+        return any(span is not None and not _before(position, span.start) and _before(position, span.end)
+                   for span in self._main_guards)
+
+
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    """`__name__ == "__main__"` (either way round)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    sides = {test.left, test.comparisons[0].comparator}
+    names = {side.value for side in sides if isinstance(side, cst.Name)}
+    strings = {side.evaluated_value for side in sides if isinstance(side, cst.SimpleString)}
+    return names == {"__name__"} and strings == {"__main__"}
 
 
 def _squash(text: str) -> str:
