@@ -67,7 +67,8 @@ class Program:
         self._text_offers_cpu_path = bool(api.CPU_PATH_TEXT.search(source))
         #: the file asks somewhere whether an accelerator is there (a `"cpu"` else-branch alone does not)
         self.asks_availability = bool(api.AVAILABILITY_TEXT.search(source))
-        #: a test module that skips itself where there is no GPU: everything in it runs with CUDA
+        #: a test module that skips itself where there is no GPU, or a file that imports a GPU-only
+        #: package (triton, vllm...): everything in it runs with CUDA
         self.module_skipped_without_accelerator = (self.asks_availability and _skipped_without_accelerator(module)
                                                    or _imports_gpu_only_package(module))
         self.facts.requirements.runs_without_cuda = self._text_offers_cpu_path

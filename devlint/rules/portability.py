@@ -93,6 +93,11 @@ enabled" or "no CUDA GPUs are available" on every machine without a GPU: the
 laptop, the CI runner, a colleague's Mac. The device is chosen once, at the top,
 so that one line decides whether the whole program is portable. devlint reports
 that line (the root), not every `.to(device)` that uses it.
+
+A call that leaves a `device="cuda"` default to itself asks for CUDA as well, and is
+reported at the default. Code that runs only where a GPU is stays silent: a test
+skipped without one, a branch that runs only on CUDA, and a file that imports a
+GPU-only package (triton, vllm, flash_attn, ...) outside a `try`.
 """
     example = """
 device = torch.device("cuda")
