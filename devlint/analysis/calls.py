@@ -397,6 +397,12 @@ class CallEvaluator:
 
     # --- builtins ---------------------------------------------------------------------
 
+    def builtin_call(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
+        answer = BUILTINS.dispatch(ApiCall(name, node, args, env, self))
+        return answer if answer is not None else UNKNOWN_VALUE
+
+    # --- methods ------------------------------------------------------------------------
+
     def forget_fields(self, receiver: Value, receiver_node, env) -> None:
         """A method the file cannot see ran on the object (a base class of another file): the tensors
         its fields held may have been replaced or moved (avalanche's `self._unpack_minibatch()`)."""
@@ -412,12 +418,6 @@ class CallEvaluator:
             for field, value in heap.fields(receiver.ident).items():
                 if value.kind in (TENSOR, BATCH, LIST, TUPLE):
                     heap.store(receiver.ident, field, UNKNOWN_VALUE)
-
-    def builtin_call(self, name: str, node: cst.Call, args: List[Arg], env) -> Value:
-        answer = BUILTINS.dispatch(ApiCall(name, node, args, env, self))
-        return answer if answer is not None else UNKNOWN_VALUE
-
-    # --- methods ------------------------------------------------------------------------
 
     def method_call(self, receiver: Value, receiver_node, name: str, node: cst.Call, args: List[Arg], env, discarded: bool) -> Value:
         self.program.note_self_call(self, receiver_node, name)

@@ -1057,13 +1057,19 @@ def same_device_names(test: cst.BaseExpression, holds: bool) -> Optional[Tuple[s
     return (names[0], names[1]) if holds else None
 
 
-def _tested_on_cuda(test: cst.BaseExpression) -> List[Tuple[str, int]]:
-    """Names a test asks "is it on CUDA?" of (`t.is_cuda`, `t.device.type == "cuda"`), each with the
-    side where the answer is no: 1 for the `else`, 0 for the body (`not t.is_cuda`)."""
+def _without_not(test: cst.BaseExpression) -> Tuple[cst.BaseExpression, int]:
+    """The test under its `not`s, and how many there were."""
     flips = 0
     while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         flips += 1
         test = test.expression
+    return test, flips
+
+
+def _tested_on_cuda(test: cst.BaseExpression) -> List[Tuple[str, int]]:
+    """Names a test asks "is it on CUDA?" of (`t.is_cuda`, `t.device.type == "cuda"`), each with the
+    side where the answer is no: 1 for the `else`, 0 for the body (`not t.is_cuda`)."""
+    test, flips = _without_not(test)
     subject = None
     if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
         subject = test.value
@@ -1081,8 +1087,7 @@ def _tested_on_cuda(test: cst.BaseExpression) -> List[Tuple[str, int]]:
 def _names_a_device(test: cst.BaseExpression) -> bool:
     """Is the test one comparison with a device written out (`x.device == "cuda"`,
     `d != torch.device("cpu")`), whose two sides are surely the accelerator's and the host's?"""
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        test = test.expression
+    test, _ = _without_not(test)
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     if not isinstance(test.comparisons[0].operator, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
@@ -1098,10 +1103,7 @@ def _names_a_device(test: cst.BaseExpression) -> bool:
 def host_side_first(test: cst.BaseExpression) -> int:
     """Which side of a device test runs on the accelerator: 0 for `if`'s body, 1 for its `else`.
     `not cuda_ok`, `device.type != "cuda"` and `device.type == "cpu"` put the host first."""
-    flips = 0
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        flips += 1
-        test = test.expression
+    test, flips = _without_not(test)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comparison = test.comparisons[0]
         if isinstance(comparison.operator, (cst.NotEqual, cst.IsNot)):

@@ -28,7 +28,7 @@ from .call_order import callers_first, calls_by_function, calls_in
 from .declarations import ClassInfo, FunctionInfo
 from .hot_path import is_interval_test
 from .call_args import caller_arg
-from .value_queries import empty_placeholder, is_move_call
+from .value_queries import is_move_call
 from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
 from .invocation import site_from
@@ -523,8 +523,6 @@ class Program:
             what = container
         if what in ("list", "tuple", "dict") and _lists_registered_parts(written, info.module_assigned):
             what = ""  # `self.lins = [self.lin0, self.lin1]`: an index of parts registered by name
-        if what == "tensor" and empty_placeholder(written) and may_be_rebound(name, self.rebound_fields):
-            what = ""  # an empty stand-in another method replaces (NeMo's streaming buffers)
         if what:
             info.reported.add(name)
             self.facts.unregistered_state.append(

@@ -8,7 +8,6 @@ import libcst as cst
 from . import torch_api as api
 from .facts import Operand
 from .lattice import ANY, BATCH, CPU, HOST, LIST, MODULE, TENSOR, TUPLE, Value
-from .names import integer_value, last_identifier
 
 
 def placed(value: Value) -> bool:
@@ -28,21 +27,6 @@ def replaced_part(module: Value) -> Optional[Operand]:
     if not isinstance(statement, cst.Assign) or module.kind != MODULE:
         return None
     return Operand(statement.targets[0].target, Value(kind=MODULE, device=CPU, origin=statement.value, stateful=True))
-
-
-def empty_placeholder(expr) -> bool:
-    """`torch.tensor([])`, `torch.zeros(0)`: a tensor with no elements, written as a stand-in that
-    code replaces before use (a streaming buffer that starts empty)."""
-    if not isinstance(expr, cst.Call) or not expr.args or expr.args[0].keyword is not None:
-        return False
-    name = last_identifier(expr.func)
-    first = expr.args[0].value
-    if name in api.COPYING_FACTORIES:
-        return isinstance(first, (cst.List, cst.Tuple)) and not first.elements
-    if name in api.GENERATING_FACTORIES:
-        sizes = first.elements if isinstance(first, (cst.List, cst.Tuple)) else [a for a in expr.args if a.keyword is None]
-        return any(integer_value(getattr(size, "value", size)) == 0 for size in sizes)
-    return False
 
 
 def host_data(value: Value, depth: int = 0) -> bool:

@@ -173,6 +173,8 @@ def _factory(call: ApiCall, default: Device) -> Value:
     # host data of this step (not a batch the loader made: that one is reported as preprocessing)
     host_copy = (name in api.COPYING_FACTORIES and not given and host_data(data)
                  and data.source != SOURCE_LOADER and data.literal is None)
+    if name in api.COPYING_FACTORIES and _empty_data(args):
+        return _placeholder(node)
     if name in api.SCALAR_FACTORIES:
         scalar = _scalar_data(args)
     elif name in api.LIKE_FACTORIES and args:
@@ -577,6 +579,12 @@ def _placeholder(node: cst.Call) -> Value:
     """`torch.Tensor()`, `torch.empty(0)`: a tensor with no elements, kept until a real one replaces
     it (`self.out = torch.Tensor()` in `__init__`, set by `fw()`). Where it is, says nothing."""
     return Value(kind=TENSOR, origin=node)
+
+
+def _empty_data(args: Sequence[Arg]) -> bool:
+    """`torch.tensor([])`: a copy of no data (a streaming buffer that starts empty, NeMo's clustering)."""
+    data = args[0].node.value if args and args[0].keyword is None else None
+    return isinstance(data, (cst.List, cst.Tuple)) and not data.elements
 
 
 def _empty_shape(args: Sequence[Arg]) -> bool:
