@@ -84,8 +84,10 @@ class CallEvaluator:
         return self.call_bound(callee, func, node, args, env)
 
     def call_bound(self, callee: Value, func, node: cst.Call, args: List[Arg], env) -> Value:
+        if callee.bound:  # `functools.partial(f, sync=True)()`: what partial bound comes first
+            args = [Arg(*pair) for pair in callee.bound] + list(args)
         if callee.kind == REF:
-            return self.api_call(callee.cls, node, args, env)
+            return self.api_call(callee.cls, node, args, env, callee)
         if callee.kind in (CLASS, FUNCTION):
             # Summaries say what comes back, not what the callee did to a module it was handed:
             # unless the function visibly leaves its arguments where they are.
@@ -272,7 +274,7 @@ class CallEvaluator:
 
     # --- torch and library functions ----------------------------------------------
 
-    def api_call(self, qualname: str, node: cst.Call, args: List[Arg], env) -> Value:
+    def api_call(self, qualname: str, node: cst.Call, args: List[Arg], env, callee: Value = UNKNOWN_VALUE) -> Value:
         if self.exits(qualname):
             env.dead = True
             return Value(kind=HOST)
@@ -292,7 +294,7 @@ class CallEvaluator:
             if project.kind == MODULE:
                 self.note_created(project.ident)
             return project
-        answer = FUNCTIONS.dispatch(ApiCall(qualname, node, args, env, self))
+        answer = FUNCTIONS.dispatch(ApiCall(qualname, node, args, env, self, callee=callee))
         if answer is not None:
             return answer
         if not qualname.startswith("torch."):
@@ -483,6 +485,10 @@ class CallEvaluator:
         if kind == ANY and name == "add_argument":
             self.note_argument_default(node, args)
             return UNKNOWN_VALUE
+        if kind == ANY and name in api.NAMESPACE_METHODS:
+            # `args = parser.parse_args()`: one object, made here, whose fields a helper may set
+            # (`setup(args)` choosing `args.device`); what it holds is not known
+            return Value(ident=id(node))
         if name == "get" and kind in (ANY, LIST, HOST):
             positional = [a for a in args if a.keyword is None and not a.node.star]
             if len(positional) == 2:

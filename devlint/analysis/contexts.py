@@ -24,7 +24,7 @@ from .interpreter import Interpreter, Scope
 from .invocation import (
     MAX_CONTEXTS, MAX_DEPTH, CallSite, Invocation, bind_parameters, context_key, set_fields,
 )
-from .lattice import DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, UNGUARDED, UNKNOWN_VALUE, Value, join_all, join_paths
+from .lattice import ANY, DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, UNGUARDED, UNKNOWN_VALUE, Value, join_all, join_paths
 from .names import string_value
 from .value_queries import host_data
 
@@ -125,7 +125,7 @@ class ContextRunner:
         moved = tuple(interp.moves)
         fields = []
         for name, value in before.items():
-            if value.ident is None or value.kind not in (MODULE, OBJECT):
+            if value.ident is None or value.kind not in (MODULE, OBJECT, ANY):
                 continue
             start = seeded if name == receiver_name else {}
             for field, new in set_fields(name, start, final.values).items():

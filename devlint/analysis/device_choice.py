@@ -77,7 +77,10 @@ class DeviceChoiceTracker:
         node = self.scope.node
         if node is None:
             return self.program.facts.requirements.runs_without_cuda
-        return self.program.offers_cpu_path(node)
+        # (a method of a class that chooses between CUDA and the CPU, `self.name = "cuda" if
+        # torch.cuda.is_available() else "cpu"`, runs on either)
+        owner = self.scope.owner
+        return self.program.offers_cpu_path(node) or (owner is not None and self.program.offers_cpu_path(owner.node))
 
     def settle_cuda_calls(self, env) -> None:
         """When the scope is done: its unguarded CUDA-only calls are portability bugs if it can run

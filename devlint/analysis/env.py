@@ -88,6 +88,10 @@ def moved_copy(value: Value, ident: int, moved: Value, weak: bool = False) -> Va
     if value.ident == ident and value.kind != OPTIMIZER:  # (an optimizer stays where its module was when built)
         after = value.with_device(moved.device, moved.origin)
         return join_values(value, after) if weak else after
+    if value.parameter and value.owner == ident and value.kind != OPTIMIZER and moved.device != value.device:
+        # `params = model.parameters()` before `model.to(device)`: the parameters moved with it
+        after = value.with_device(moved.device, moved.origin, parameter=True, owner=ident)
+        return join_values(value, after) if weak else after
     if value.items and value.kind in (LIST, TUPLE):
         items = tuple(moved_copy(item, ident, moved, weak) for item in value.items)
         if any(new is not old for new, old in zip(items, value.items)):
@@ -104,8 +108,14 @@ def join_envs(a: Env, b: Env, availability_split: bool = False, accelerated: Opt
     for key in a.values.keys() | b.values.keys():
         left, right = a.values.get(key), b.values.get(key)
         if left is None or right is None:
-            # Bound on one path only: whatever it was before is unknown now.
-            joined[key] = UNKNOWN_VALUE
+            if "." in key:
+                # A field set on one path only: on the other it is whatever the object held, which
+                # this state does not say.
+                joined[key] = UNKNOWN_VALUE
+            else:
+                # A name bound on one path only (in a loop's body, in one branch): a use after the
+                # join that does not raise NameError sees the value that path bound.
+                joined[key] = left if right is None else right
         else:
             joined[key] = join_values(left, right, availability_split, accelerated)
     default = a.default_device if a.default_device == b.default_device else UNKNOWN

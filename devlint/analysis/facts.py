@@ -68,6 +68,9 @@ class ParallelOnCpu:
     node: cst.CSTNode       # the wrapper call, or the DDP construction
     module: Operand
     wrapper: str            # "DataParallel", "DistributedDataParallel"
+    #: DDP given `device_ids` for a module on a device chosen by availability: on a machine without
+    #: a GPU the module is on the CPU, and DDP refuses GPU ids for a CPU module
+    without_gpu: bool = False
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ MAX_LOOP_ITERATIONS = 4
 #: `if x.device.type == "cuda":`, `for i in range(torch.cuda.device_count()):`), or on a
 #: distributed setup the user chose (`if not is_dist_avail_and_initialized(): return`).
 _DEVICE_FLAG = re.compile(r"cuda|gpu|accel|mps|xpu|npu|device|avail|distributed|dist_|_dist\b", re.IGNORECASE)
+_ACCELERATOR_WORD = re.compile(r"cuda|gpu|accel|mps|xpu|npu", re.IGNORECASE)
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 _EXPECTS_FAILURE = frozenset({"raises", "assertRaises", "assertRaisesRegex"})
 _CONSTANTS = {"True": True, "False": False, "None": None}
@@ -375,7 +376,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
         over_loader = SOURCE_LOADER in (element.source, *(item.source for item in element.items))
         guarded = env.guarded
-        if mentions_device(node.iter):  # `for i in range(torch.cuda.device_count()):` runs only with devices
+        if iterable.source == SOURCE_AVAILABILITY or _names_accelerators(node.iter):
+            # `for i in range(torch.cuda.device_count()):`, `for gpu in args.gpus:` run only with GPUs
+            # (a loop over user-named `devices` may well be over ["cpu"])
             env = env.copy()
             env.guarded = True
         # (walking a tensor's elements on the host syncs once per element already)
@@ -610,7 +613,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 return stored
         if kind == REF:
             qualname = f"{base.cls}.{attr}"
-            return self.program.place.value(qualname, node) or Value(kind=REF, cls=qualname)
+            value = self.program.place.value(qualname, node) or Value(kind=REF, cls=qualname)
+            legacy = api.tensor_type_device(qualname) if value.kind == REF else None
+            if legacy is not None and legacy.kind == api.CUDA:
+                # `Tensor = torch.cuda.FloatTensor`: naming the CUDA type is where CUDA was asked for
+                value = replace(value, device=self.accelerator_literal(legacy, env, node), origin=node)
+            return value
         if kind in (TENSOR, BATCH, MODULE) and attr == "device" and not base.device.known:
             # wherever a tensor the analysis cannot place is (`torch.empty(0).device`, the default
             # device): unknown, and a variable named `device` holding it is no device to guess about
@@ -638,6 +646,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if kind == DEVICE and attr in ("type", "index"):
             known = base.device.kind in (CPU_KIND, CUDA, MPS, XPU, META) and attr == "type"
             return Value(kind=HOST, source=SOURCE_DEVICE_TYPE, literal=(base.device.kind,) if known else None)
+        if kind == ANY and base.ident is not None:
+            stored = self.program.contexts.field(base, attr)  # `args.device` a helper set on the namespace
+            if stored is not None:
+                return stored
         if kind == ANY and attr == "device" and not _names_settings(node):
             # the device of a value we do not know (not `args.device`, a chosen device): unknown,
             # and a callee's `device` parameter bound to it is no device variable to guess about
@@ -990,6 +1002,11 @@ def _left_behind(owner: Value, part: Value) -> bool:
     """`model.fc = nn.Linear(...)` once `model` is on an accelerator: the new part is on the CPU."""
     return (owner.kind == MODULE and owner.device.is_accelerator and owner.stray is None
             and part.kind == MODULE and part.stateful is True and part.device.is_cpu and not part.scatters)
+
+
+def _names_accelerators(expression: cst.BaseExpression) -> bool:
+    return any(isinstance(node, (cst.Name, cst.Attribute)) and _ACCELERATOR_WORD.search(last_identifier(node) or "")
+               for node in sub_expressions(expression))
 
 
 def mentions_device(expression: cst.BaseExpression) -> bool:

@@ -276,6 +276,9 @@ class Value:
     #: a dict whose keys are all spelled out (`{"x": x, "y": y}`, then `d["y"] = ...`): each key's
     #: value, so `d["y"]` reads that one (`items` and `device` still summarise them all)
     keyed: Tuple[Tuple[str, "Value"], ...] = ()
+    #: functions of the project made by `functools.partial(f, a, k=v)`: the arguments bound ahead,
+    #: as (argument node, value) pairs, which a call passes before its own
+    bound: Tuple[Tuple[cst.Arg, "Value"], ...] = ()
 
     def with_device(self, device: Device, origin: Optional[cst.CSTNode] = None, **changes) -> "Value":
         changes.setdefault("alternatives", ())

@@ -620,7 +620,11 @@ class Program:
             return True
         texts = [info.name] + [word for d in info.node.decorators for word in _words(d.decorator)]
         if info.owner is not None:
-            texts += [info.owner.name] + [word for d in info.owner.node.decorators for word in _words(d.decorator)]
+            texts += [word for d in info.owner.node.decorators for word in _words(d.decorator)]
+            # (a class named for CUDA, `CudaGraphRunner`, is CUDA code; one named `Accelerator` or
+            # `DistributedTrainer` abstracts over devices and runs on the CPU too)
+            if api.is_cuda_class_name(info.owner.name):
+                return True
         return any(api.is_accelerator_only_marker(text) or self._asks_availability(text) for text in texts)
 
     def _asks_availability(self, name: str) -> bool:

@@ -155,6 +155,8 @@ NON_MODULE_BASES = frozenset({
 MAPPING_BASES = frozenset({"dict", "collections.OrderedDict", "collections.UserDict", "typing.Dict", "OrderedDict"})
 #: Objects whose attributes are the keywords they are built with.
 NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
+#: Methods that make a namespace object of values the analysis does not know (command-line options).
+NAMESPACE_METHODS = frozenset({"parse_args"})
 #: dict methods that change what some key holds: per-key values are forgotten
 DICT_MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"})
 #: Methods that make a dict subclass more than the dict it was built from (its own lookups or construction).
@@ -501,12 +503,18 @@ DEVICE_COUNT_FUNCTIONS = (".device_count",)
 
 # --- parallel, portability and hot-path families ---------------------------------
 
+#: Objects made on a device, other than tensors and modules: the position of their device
+#: argument (`torch.Generator("cuda")` needs CUDA as `torch.device("cuda")` does).
+DEVICE_BOUND_OBJECTS = {"torch.Generator": 0}
+
 #: Functions that raise on a machine without CUDA (lazy CUDA initialisation fails).
 CUDA_ONLY_APIS = frozenset("torch.cuda." + name for name in (
     "synchronize", "set_device", "current_device", "get_device_name", "get_device_properties",
     "get_device_capability", "mem_get_info", "reset_peak_memory_stats", "Stream", "Event",
     "set_per_process_memory_fraction", "current_stream", "default_stream", "stream",
-    "get_arch_list", "ipc_collect", "reset_max_memory_allocated",
+    "get_arch_list", "ipc_collect", "reset_max_memory_allocated", "get_rng_state", "set_rng_state", "initial_seed",
+    # (the same functions under the submodule that defines them)
+    "random.get_rng_state", "random.set_rng_state", "random.initial_seed",
 ))
 #: Context managers that make another GPU current for their body.
 CURRENT_GPU_CONTEXTS = frozenset({"torch.cuda.device"})
@@ -584,6 +592,14 @@ _ACCELERATOR_ONLY = re.compile(r"cuda|gpu|accelerat|nccl|multi_?device|distribut
 def is_accelerator_only_marker(text: str) -> bool:
     """`@pytest.mark.skipif(not torch.cuda.is_available(), ...)`, `@require_torch_gpu`, ..."""
     return bool(_ACCELERATOR_ONLY.search(text))
+
+
+_CUDA_CLASS = re.compile(r"cuda|gpu|nccl", re.IGNORECASE)
+
+
+def is_cuda_class_name(name: str) -> bool:
+    """`CUDAGraphWrapper`, `GpuTimer`: a class whose name says it is for CUDA."""
+    return bool(_CUDA_CLASS.search(name))
 
 
 #: Package names that, anywhere in a dotted path, mark GPU kernels (a project's own

@@ -23,6 +23,10 @@ parameter is there before each forward pass; `DistributedDataParallel` with
 `device_ids` checks it when it is built. A wrapped model that never reached the GPU
 runs on a laptop (no GPUs: no replication) and fails on the first forward on a GPU
 machine with "module must have its parameters and buffers on device cuda:0".
+
+`DistributedDataParallel(model, device_ids=[gpu])` for a model on a device chosen
+by availability is reported too: where there is no GPU, that device is the CPU,
+and DDP rejects GPU `device_ids` for a CPU module (pass `None` there).
 """
     example = """
 model = nn.DataParallel(Net())
@@ -54,6 +58,12 @@ out = model(torch.randn(8, 4))
         for fact in facts.parallel_on_cpu:
             wrapped = fact.module.value.wrapped_at
             made = f" (made on line {context.line_of(wrapped)})" if wrapped is not None and wrapped is not fact.node else ""
+            if fact.without_gpu:
+                yield Finding(fact.node, (
+                    f"{fact.wrapper} is given `device_ids` for {context.operand(fact.module)}, which is on "
+                    f"{context.where(fact.module.value)}: on a machine without a GPU that is the CPU, and DDP "
+                    "raises; pass `device_ids` only when the device is a GPU"))
+                continue
             yield Finding(fact.node, (
                 f"{fact.wrapper}{made} runs {context.operand(fact.module)} while its parameters are on "
                 f"{context.where(fact.module.value)}; move the module to the GPU first"))

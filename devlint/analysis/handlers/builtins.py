@@ -5,7 +5,9 @@ from dataclasses import replace
 from typing import Optional
 
 from .. import torch_api as api
-from ..lattice import BATCH, HOST, LIST, MODULE, OBJECT, RANGE, REF, TUPLE, UNKNOWN_VALUE, Value, container_of, keyed_dict
+from ..lattice import (
+    BATCH, HOST, LIST, MODULE, OBJECT, RANGE, REF, SOURCE_AVAILABILITY, TUPLE, UNKNOWN_VALUE, Source, Value, container_of,
+    keyed_dict)
 from ..names import string_value
 from .registry import ApiCall, Registry
 
@@ -67,9 +69,11 @@ def fold(call: ApiCall) -> Optional[Value]:
 @BUILTINS.on("range")
 def range_(call: ApiCall) -> Value:
     """Numbers; `range(n)` counts from 0 (GPU indices made from it start at GPU 0)."""
+    # (`range(torch.cuda.device_count())` is empty without a GPU: a loop over it is a guard)
+    source = SOURCE_AVAILABILITY if any(arg.value.source == SOURCE_AVAILABILITY for arg in call.args) else Source.NONE
     if len(call.args) == 1 and not call.args[0].node.star:
-        return Value(kind=LIST, cls=RANGE, items=(Value(kind=HOST, cls=RANGE),))
-    return Value(kind=LIST, items=(Value(kind=HOST),))
+        return Value(kind=LIST, cls=RANGE, items=(Value(kind=HOST, cls=RANGE),), source=source)
+    return Value(kind=LIST, items=(Value(kind=HOST),), source=source)
 
 
 def _element(call: ApiCall, index: int) -> Value:

@@ -19,7 +19,7 @@ from ..facts import (
     LOAD_WITHOUT_MAP_LOCATION, UNGUARDED_CUDA_API, DeviceIdsMismatch, MoveBeforeWrap, Operand, ParallelOnCpu,
 )
 from ..lattice import (
-    ANY, BATCH, CPU, CUDA, DATASET, DEVICE, DISTRIBUTION, HOST, LIST, LOADER, MODULE, OBJECT, OPTIMIZER, REF,
+    ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, DISTRIBUTION, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, REF,
     SELECTED, SOURCE_AVAILABILITY, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_LOAD, SOURCE_LOADER,
     RANGE, SOURCE_MIXED, SYMBOLIC, TENSOR, TOKENIZER, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all,
     keyed_dict, literal_of,
@@ -106,6 +106,19 @@ def cuda_only(call: ApiCall) -> Value:
         ev.record_misuse(call.node, UNGUARDED_CUDA_API, call.name)
         ev.unguarded_cuda_calls.append(call.node)
     return Value(kind=HOST, source=SOURCE_CURRENT_DEVICE if call.name in api.CURRENT_DEVICE_CALLS else "")
+
+
+@FUNCTIONS.on(api.DEVICE_BOUND_OBJECTS)
+def device_bound_object(call: ApiCall) -> Value:
+    """`torch.Generator(device)`: no tensor, but made on that device (noted like any placement)."""
+    device = call.keyword("device")
+    if device is None:
+        positional = [a for a in call.args if a.keyword is None and not a.node.star]
+        position = api.DEVICE_BOUND_OBJECTS[call.name]
+        device = positional[position] if len(positional) > position else None
+    if device is not None:
+        call.ev.placement(device, call.node, call.env)
+    return Value(kind=HOST, cls=call.name)
 
 
 @FUNCTIONS.on(api.PROCESS_GROUP_INIT)
@@ -208,6 +221,10 @@ def legacy_tensor_type(call: ApiCall) -> Value:
     if not call.args:
         return _placeholder(call.node)
     device = api.tensor_type_device(call.name)
+    if device is not None and device.kind == CUDA:  # `torch.cuda.FloatTensor(n)` needs CUDA as `"cuda"` does
+        named = call.callee.device
+        device = named if named.kind == UNGUARDED else call.ev.accelerator_literal(device, call.env, call.node)
+        call.ev.note_placement(device, None, call.node, call.env)
     return Value(kind=TENSOR, device=device, origin=call.node, scalar=False, source=call.ev.factory_source)
 
 
@@ -219,8 +236,13 @@ def identity(call: ApiCall) -> Value:
 @FUNCTIONS.on(api.PARTIALS)
 def partial(call: ApiCall) -> Optional[Value]:
     """`functools.partial(torch.optim.NAdam, lr=2e-3)`: called, it makes what that class makes (only
-    keywords may be bound ahead: bound positions would shift the arguments of the later call)."""
-    if not call.args or call.args[0].keyword is not None or any(a.keyword is None for a in call.args[1:]):
+    keywords may be bound ahead of a library callable: bound positions would shift the arguments of
+    the later call). A function of the project keeps the bound arguments, and gets them when called."""
+    if not call.args or call.args[0].keyword is not None or any(a.node.star for a in call.args):
+        return None
+    if call.first.kind in (FUNCTION, CLASS, METHOD):
+        return replace(call.first, bound=call.first.bound + tuple(call.args[1:]))
+    if any(a.keyword is None for a in call.args[1:]):
         return None
     return call.first if call.first.kind == REF else None
 
@@ -382,6 +404,11 @@ def wrap_parallel(call: ApiCall) -> Value:
         facts.distributed.requires_accelerator |= has_ids
         if has_ids and inner.kind == MODULE and inner.device.is_cpu and module and ev.first_time("parallel", inner, node):
             facts.parallel_on_cpu.append(ParallelOnCpu(node, module, "DistributedDataParallel"))
+        elif (has_ids and ids.value.kind in (LIST, TUPLE) and inner.kind == MODULE and inner.device.kind == SELECTED
+              and (inner.device.index is None or inner.device.key == PER_RANK)  # (a constant GPU: DEV202's)
+              and not call.env.guarded and module and ev.first_time("parallel", inner, node)):
+            # `DDP(model.to(device), device_ids=[gpu])` with `device` the CPU where there is no GPU
+            facts.parallel_on_cpu.append(ParallelOnCpu(node, module, "DistributedDataParallel", without_gpu=True))
         part = replaced_part(inner)
         if has_ids and part is not None and ev.first_time("part", inner, node):
             facts.parallel_on_cpu.append(ParallelOnCpu(node, part, "DistributedDataParallel"))
