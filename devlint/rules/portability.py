@@ -122,7 +122,8 @@ model = nn.Linear(4, 2).to(device)
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for fact in _unguarded_roots(facts, beside_chosen=False):
-            used = "" if fact.use is fact.root else f" (used on line {context.line_of(fact.use)})"
+            same_line = fact.use is fact.root or context.line_of(fact.use) == context.line_of(fact.root)
+            used = "" if same_line else f" (used on line {context.line_of(fact.use)})"
             what = "`.cuda()`" if fact.bare_cuda else f"`{context.text_of(fact.root)}`"
             yield Finding(fact.root, (
                 f"{what} asks for CUDA with no CPU fallback{used}; choose the device with "
