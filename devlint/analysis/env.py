@@ -88,7 +88,7 @@ def moved_copy(value: Value, ident: int, moved: Value, weak: bool = False) -> Va
     if value.ident == ident and value.kind != OPTIMIZER:  # (an optimizer stays where its module was when built)
         after = value.with_device(moved.device, moved.origin)
         return join_values(value, after) if weak else after
-    if value.parameter and value.owner == ident and value.kind != OPTIMIZER and moved.device != value.device:
+    if value.parameter and value.owner == ident and moved.device != value.device:
         # `params = model.parameters()` before `model.to(device)`: the parameters moved with it
         after = value.with_device(moved.device, moved.origin, parameter=True, owner=ident)
         return join_values(value, after) if weak else after

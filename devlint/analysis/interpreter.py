@@ -39,7 +39,6 @@ MAX_LOOP_ITERATIONS = 4
 #: `if x.device.type == "cuda":`, `for i in range(torch.cuda.device_count()):`), or on a
 #: distributed setup the user chose (`if not is_dist_avail_and_initialized(): return`).
 _DEVICE_FLAG = re.compile(r"cuda|gpu|accel|mps|xpu|npu|device|avail|distributed|dist_|_dist\b", re.IGNORECASE)
-_ACCELERATOR_WORD = re.compile(r"cuda|gpu|accel|mps|xpu|npu", re.IGNORECASE)
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 _EXPECTS_FAILURE = frozenset({"raises", "assertRaises", "assertRaisesRegex"})
 _CONSTANTS = {"True": True, "False": False, "None": None}
@@ -1005,7 +1004,7 @@ def _left_behind(owner: Value, part: Value) -> bool:
 
 
 def _names_accelerators(expression: cst.BaseExpression) -> bool:
-    return any(isinstance(node, (cst.Name, cst.Attribute)) and _ACCELERATOR_WORD.search(last_identifier(node) or "")
+    return any(isinstance(node, (cst.Name, cst.Attribute)) and api.names_accelerator(last_identifier(node) or "")
                for node in sub_expressions(expression))
 
 

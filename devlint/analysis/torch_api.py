@@ -595,6 +595,12 @@ def is_accelerator_only_marker(text: str) -> bool:
 
 
 _CUDA_CLASS = re.compile(r"cuda|gpu|nccl", re.IGNORECASE)
+_ACCELERATOR_WORD = re.compile(r"cuda|gpu|accel|mps|xpu|npu", re.IGNORECASE)
+
+
+def names_accelerator(identifier: str) -> bool:
+    """`gpus`, `args.cuda_devices`: a name for accelerators (not the generic `devices`, which may be ["cpu"])."""
+    return bool(_ACCELERATOR_WORD.search(identifier))
 
 
 def is_cuda_class_name(name: str) -> bool:
