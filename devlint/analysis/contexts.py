@@ -22,10 +22,10 @@ from .facts import fact_counts, note_callers
 from .heap import Heap
 from .interpreter import Interpreter, Scope
 from .invocation import (
-    MAX_CONTEXTS, MAX_DEPTH, CallSite, Invocation, bind_parameters, context_key, set_fields,
+    MAX_CONTEXTS, MAX_DEPTH, CallSite, Invocation, abstract, bind_parameters, context_key, set_fields,
 )
 from .lattice import ANY, DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, UNGUARDED, UNKNOWN_VALUE, Value, join_all, join_paths
-from .names import string_value
+from .names import dotted_name, string_value
 from .value_queries import host_data
 
 
@@ -66,7 +66,8 @@ class ContextRunner:
             bound = bind_parameters(info.node.params, site, None, lambda p: self.default_value(info, p, site))
             receiver = None
         site.from_module_level = caller.scope.owner is None and not caller.scope.method
-        key = context_key(info.node, bound, site)
+        view = _receiver_view(site.node, receiver, caller_env)
+        key = context_key(info.node, bound, site) + tuple((field, abstract(value)) for field, value in view.items())
         done = self.memo.get(key)
         clock = self.heap.clock
         if done is None:
@@ -80,7 +81,7 @@ class ContextRunner:
             shapes.add(shape)
             self.stack.append(node_id)
             try:
-                done = self._run(info, receiver, bound, site)
+                done = self._run(info, receiver, bound, site, view)
             finally:
                 self.stack.pop()
             self.memo[key] = done
@@ -90,7 +91,7 @@ class ContextRunner:
         return replace(done, result=_returned_through(done.result, site, bound))
 
     def _run(self, info: FunctionInfo, receiver: Optional[Value], bound: Dict[str, Value],
-             site: CallSite) -> Invocation:
+             site: CallSite, view: Dict[str, Value]) -> Invocation:
         program = self.program
         owner = info.owner
         params = [p.name.value for p in info.parameters()]
@@ -106,6 +107,7 @@ class ContextRunner:
         receiver_name = params[0] if receiver is not None and params else ""
         if receiver_name:
             seeded = self.fields_seen_by(info, receiver, receiver_name)
+            seeded.update((f"{receiver_name}.{field}", value) for field, value in view.items())
             env.values.update(seeded)
         for name, value in bound.items():
             env.values[name] = value
@@ -202,6 +204,21 @@ class ContextRunner:
             values = [self.heap.get(ident, attr) for ident in base.aliases]
             return join_all(values) if values and all(v is not None for v in values) else None
         return self.heap.get(base.ident, attr)
+
+
+def _receiver_view(call: cst.Call, receiver: Optional[Value], env: Env) -> Dict[str, Value]:
+    """The receiver's fields as the caller's path has them (`self.device` set on both sides of an
+    availability test, then `self.wrap(model)`): the heap holds the last write on any path, the
+    caller's state the join of its paths."""
+    func = call.func if isinstance(call, cst.Call) else None
+    if receiver is None or receiver.ident is None or not isinstance(func, cst.Attribute):
+        return {}
+    owner = dotted_name(func.value)
+    if owner is None or env.get(owner) is None or env.get(owner).ident != receiver.ident:
+        return {}
+    prefix = owner + "."
+    return {key[len(prefix):]: value for key, value in env.values.items()
+            if key.startswith(prefix) and "." not in key[len(prefix):]}
 
 
 def _returned_through(result: Value, site: CallSite, bound: Dict[str, Value]) -> Value:

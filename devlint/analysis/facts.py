@@ -103,6 +103,19 @@ class VisibleDevicesTooLate:
 
 
 @dataclass(frozen=True)
+class WrapperAttribute:
+    """An attribute read on a model that is a DataParallel/DDP wrapper on some path and not on another
+    (or on every path), where that side lacks it: AttributeError on the machines that take that path."""
+    node: cst.CSTNode       # the attribute expression (`model.config`, `model.module`)
+    model: Operand          # the model it is read from
+    attr: str
+    #: "wrapper": the wrapper lacks it (the module's own attribute, read without `.module`);
+    #: "bare": the unwrapped module lacks it (`.module` where the model may not be wrapped)
+    lacking: str
+    wrapped_at: Optional[cst.CSTNode]  # the wrap
+
+
+@dataclass(frozen=True)
 class MoveBeforeWrap:
     node: cst.CSTNode       # the DataParallel(...) call
     move: cst.CSTNode       # the earlier `.cuda()`/`.to()`
@@ -219,6 +232,7 @@ class FileFacts:
     optimizers_before_move: List[OptimizerBeforeMove] = field(default_factory=list)
     visible_devices_late: List[VisibleDevicesTooLate] = field(default_factory=list)
     moves_before_wrap: List[MoveBeforeWrap] = field(default_factory=list)
+    wrapper_attributes: List[WrapperAttribute] = field(default_factory=list)
     distributed: DistributedEvidence = field(default_factory=DistributedEvidence)
     requirements: Requirements = field(default_factory=Requirements)
     unguarded: List[UnguardedAccelerator] = field(default_factory=list)
@@ -240,7 +254,7 @@ _FACT_LISTS = tuple(name for name in FileFacts.__dataclass_fields__
                     if name not in ("distributed", "requirements", "callers", "chains"))
 #: facts that hold for a value a caller passed in or the heat of the caller's loop: their messages
 #: name the call they depend on
-CALLER_DEPENDENT = ("mismatches", "host_conversions", "parallel_on_cpu", "device_ids_mismatches",
+CALLER_DEPENDENT = ("mismatches", "host_conversions", "parallel_on_cpu", "device_ids_mismatches", "wrapper_attributes",
                     "host_syncs", "waste")
 
 

@@ -19,7 +19,7 @@ from .call_args import Arg
 from .calls import CallEvaluator
 from .device_choice import PER_RANK, DeviceChoiceTracker, environment_key
 from .env import Env, join_envs
-from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse
+from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse, Operand, WrapperAttribute
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, META,
@@ -311,18 +311,46 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         return joined
 
     def narrow_wrapped(self, test: cst.BaseExpression, then_env: Env, else_env: Env) -> None:
-        """`model(x) if isinstance(model, nn.DataParallel) else model(x.to(device))`: a model wrapped on
-        one side of a split is the wrapper where the test holds and the bare module where it fails."""
-        for name in narrowed(test, api.PARALLEL_WRAPPER_TYPES):
-            value = then_env.get(name)
-            if value is None or value.kind != MODULE or not value.alternatives:
+        """`model(x) if isinstance(model, nn.DataParallel) else model(x.to(device))`, `model.module if
+        hasattr(model, "module") else model`: a model wrapped on one side of a split is the wrapper
+        where the test holds and the bare module where it fails."""
+        for expr, holds in wrapper_tests(test):
+            key = dotted_name(expr)
+            value = self.eval(expr, then_env)
+            if key is None or value.kind != MODULE or not value.alternatives:
                 continue
-            wrapped = [side for side in value.alternatives if side.scatters]
-            bare = [side for side in value.alternatives if not side.scatters]
+            wrapped = [side for side in value.alternatives if side.wrapped_at is not None]
+            bare = [side for side in value.alternatives if side.wrapped_at is None]
+            wrapped_env, bare_env = (then_env, else_env) if holds else (else_env, then_env)
             if wrapped:
-                then_env.values[name] = wrapped[0]
-            if bare:
-                else_env.values[name] = bare[0]
+                wrapped_env.values[key] = wrapped[0]
+            # (the accelerator's side alone is wrapped: where the test fails, it is the other side)
+            bare_env.values[key] = bare[0] if bare else replace(value, alternatives=())
+
+    def note_wrapper_attribute(self, base: Value, attr: str, node: cst.CSTNode) -> None:
+        """`model.config` read through a DataParallel/DDP wrapper, or `model.module` read where the model
+        may be the bare module: AttributeError on the machines that take that path."""
+        if not self.recording or attr.startswith("_") or not isinstance(node, cst.Attribute):
+            return
+        sides = base.alternatives or (base,)
+        wrapped = [side for side in sides if side.wrapped_at is not None]
+        if not wrapped:
+            return
+        if attr == api.WRAPPED_MODULE_ATTRIBUTE:
+            bare = [side for side in sides if side.wrapped_at is None]
+            # (one side alone means only the accelerator's path wraps: elsewhere it is bare)
+            if not bare and len(base.alternatives) != 1:
+                return
+            if not self.program.lacks_attribute((bare[0] if bare else base).cls, attr):
+                return
+            lacking = "bare"
+        elif attr in api.WRAPPER_OWN_ATTRIBUTES:
+            return
+        else:
+            lacking = "wrapper"
+        if self.first_time("wrapper-attribute", base, node):
+            self.program.facts.wrapper_attributes.append(
+                WrapperAttribute(node, Operand(node.value, base), attr, lacking, wrapped[0].wrapped_at))
 
     def is_device_choice(self, test: cst.BaseExpression, value: Value) -> bool:
         """Does this test choose between an accelerator and the CPU?"""
@@ -637,8 +665,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 return Value(kind=DEVICE, device=base.device, origin=base.origin, via=base.via)
             if attr in ("weight", "bias"):
                 return Value(kind=TENSOR, device=base.device, origin=base.origin, via=base.via, parameter=True)
-            if attr == "module" and base.wrapped_at is not None:  # DataParallel(model).module
-                return replace(base, scatters="")
+            self.note_wrapper_attribute(base, attr, node)
+            if attr == api.WRAPPED_MODULE_ATTRIBUTE and base.wrapped_at is not None:  # DataParallel(model).module
+                return replace(base, scatters="", wrapped_at=None)
             return self.program.class_attribute(base, attr)
         if kind == OBJECT:
             return self.program.class_attribute(base, attr)
@@ -868,7 +897,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if left.kind == DEVICE or right.kind == DEVICE or SOURCE_DEVICE_TYPE in (left.source, right.source):
                 result = Value(kind=HOST, source=SOURCE_AVAILABILITY)
                 continue
-            result = self.binary(node, node.left, left, target.comparator, right, "==", env)
+            result = self.binary(node, node.left, left, target.comparator, right, _operator_text(target.operator), env)
             if result.kind != TENSOR:
                 result = Value(kind=HOST, source=left.source or right.source)
         return result
@@ -1018,6 +1047,26 @@ def mentions_device(expression: cst.BaseExpression) -> bool:
         if isinstance(node, cst.SimpleString) and _DEVICE_FLAG.search(node.value[:40]):
             return True
     return False
+
+
+def wrapper_tests(test: cst.BaseExpression) -> List[Tuple[cst.BaseExpression, bool]]:
+    """The models a test says are DataParallel/DDP wrappers (True) or not (False) where it holds:
+    `isinstance(m, (DataParallel, DDP))`, `hasattr(m, "module")`, their `not`, in an `and`."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return wrapper_tests(test.left) + wrapper_tests(test.right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = wrapper_tests(test.expression)
+        return [(expr, not holds) for expr, holds in inner] if len(inner) == 1 else []
+    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and len(test.args) == 2):
+        return []
+    subject, kinds = test.args[0].value, test.args[1].value
+    if test.func.value == "isinstance":
+        names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+        if names and all(dotted_name(n) in api.PARALLEL_WRAPPER_TYPES for n in names):
+            return [(subject, True)]
+    if test.func.value == "hasattr" and string_value(kinds) == api.WRAPPED_MODULE_ATTRIBUTE:
+        return [(subject, True)]
+    return []
 
 
 def narrowed(test: cst.BaseExpression, types: frozenset) -> List[str]:
@@ -1172,6 +1221,8 @@ def _operator_text(operator: cst.CSTNode) -> str:
         "AddAssign": "+", "SubtractAssign": "-", "MultiplyAssign": "*", "DivideAssign": "/",
         "FloorDivideAssign": "//", "ModuloAssign": "%", "PowerAssign": "**",
         "MatrixMultiplyAssign": "@", "BitAndAssign": "&", "BitOrAssign": "|", "BitXorAssign": "^",
+        "Equal": "==", "NotEqual": "!=", "LessThan": "<", "LessThanEqual": "<=", "GreaterThan": ">",
+        "GreaterThanEqual": ">=",
     }.get(type(operator).__name__, "op")
 
 

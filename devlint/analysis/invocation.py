@@ -19,7 +19,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from .lattice import LIST, TUPLE, UNKNOWN_VALUE, Value, container_of
+from .lattice import BATCH, LIST, TENSOR, TUPLE, UNKNOWN_VALUE, Value, container_of, join_values
 
 #: Contexts one function may be interpreted in before calls use its generic summary.
 MAX_CONTEXTS = 8
@@ -64,6 +64,9 @@ class CallSite:
     cpu_path: bool = False  # the caller's code (or one of its callers) can run without CUDA
     building: bool = False  # a method of the module under construction, called from its `__init__`
     current_gpu: Optional[int] = None  # the caller's current GPU (`torch.cuda.set_device`)
+    #: `f(**batch)` of a dict whose keys are unknown but whose values are all alike (`{k: v.to(dev)
+    #: for k, v in batch.items()}`): that value, for each parameter the dict may fill
+    spread: Optional[Value] = None
 
 
 def bind_parameters(params: cst.Parameters, site: CallSite, receiver: Optional[Value],
@@ -86,7 +89,7 @@ def bind_parameters(params: cst.Parameters, site: CallSite, receiver: Optional[V
         elif name in site.keywords:
             bound[name] = site.keywords[name]
         elif site.star or site.double_star:
-            bound[name] = UNKNOWN_VALUE
+            bound[name] = _spread_into(param, site, default_of)
         elif param.default is not None:
             bound[name] = default_of(param)
         else:
@@ -98,7 +101,7 @@ def bind_parameters(params: cst.Parameters, site: CallSite, receiver: Optional[V
         elif param.default is not None and not site.double_star:
             bound[name] = default_of(param)
         else:
-            bound[name] = UNKNOWN_VALUE
+            bound[name] = _spread_into(param, site, default_of)
     if isinstance(params.star_arg, cst.Param):
         extra = arguments[len(positional_params):]
         bound[params.star_arg.name.value] = (
@@ -110,6 +113,22 @@ def bind_parameters(params: cst.Parameters, site: CallSite, receiver: Optional[V
             UNKNOWN_VALUE if site.double_star else container_of(extra_keywords, "dict") if extra_keywords
             else Value(kind=LIST, cls="dict"))
     return bound
+
+
+def _spread_into(param: cst.Param, site: CallSite, default_of: Callable[[cst.Param], Value]) -> Value:
+    """A parameter `**batch` may fill: the dict's value, or its default where the key is absent."""
+    if site.spread is None or site.star:
+        return UNKNOWN_VALUE
+    return site.spread if param.default is None else join_values(site.spread, default_of(param))
+
+
+def spread_element(value: Value) -> Optional[Value]:
+    """The value every key of a dict of unknown keys holds, when the analysis knows it."""
+    if value.kind == BATCH and value.device.known:
+        return Value(kind=TENSOR, device=value.device, origin=value.origin, source=value.source)
+    if value.kind == LIST and value.cls == "dict" and value.items and value.items[0].kind == TENSOR:
+        return value.items[0]
+    return None
 
 
 def abstract(value: Value) -> tuple:
@@ -143,6 +162,7 @@ def site_from(node: cst.Call, args: Sequence, guarded: bool, heat: str, recordin
     """A `CallSite` from the evaluated arguments of a call (`Arg` records of `calls.py`)."""
     positional, keywords = [], {}
     star = double_star = False
+    spread: Optional[Value] = None
     for arg in args:
         if arg.node.star == "*":
             star = True
@@ -151,9 +171,13 @@ def site_from(node: cst.Call, args: Sequence, guarded: bool, heat: str, recordin
                 keywords.update(arg.value.keyed)  # `model.generate(**inputs)` of a dict whose keys are known
             else:
                 double_star = True
+                spread = spread_element(arg.value) if spread is None else UNKNOWN_VALUE
         elif arg.keyword is not None:
             keywords[arg.keyword] = arg.value
         elif not star:
             positional.append(arg.value)
-    return CallSite(node, positional, keywords, star, double_star, guarded, heat, recording, default_device)
+    if spread is not None and spread.kind != TENSOR:  # (two `**` dicts: not one value)
+        spread = None
+    return CallSite(node, positional, keywords, star, double_star, guarded, heat, recording, default_device,
+                    spread=spread)
 

@@ -344,6 +344,11 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     elif accelerated is not None and a.kind == MODULE and a.scatters != b.scatters:
         # on a machine with the accelerator only that side runs: calls check it as it is
         alternatives = (replace((a, b)[accelerated], alternatives=()),)
+    elif a.kind == MODULE and (a.alternatives or b.alternatives):
+        # a value split by availability joined with another (`if args.gpu is not None: ... elif
+        # torch.cuda.is_available(): wrap`): on a machine with the accelerator it is one of the
+        # split's accelerator sides or the other value
+        alternatives = _union_sides(a, b)
     items: Tuple[Value, ...] = ()
     if len(a.items) == len(b.items):
         items = tuple(join_values(x, y, availability_split) for x, y in zip(a.items, b.items))
@@ -370,6 +375,15 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         nullable=a.nullable or b.nullable,
         keyed=_joined_keys(a, b),
     )
+
+
+def _union_sides(a: Value, b: Value) -> Tuple[Value, ...]:
+    sides = []
+    for value in (a, b):
+        for side in value.alternatives or (replace(value, alternatives=()),):
+            if side not in sides:
+                sides.append(side)
+    return tuple(sides)
 
 
 def _joined_keys(a: Value, b: Value) -> Tuple[Tuple[str, Value], ...]:

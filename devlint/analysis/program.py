@@ -759,6 +759,35 @@ class Program:
         self.ensure_class(info)
         return method in info.methods
 
+    def lacks_attribute(self, cls: str, attr: str, depth: int = 0) -> bool:
+        """Is a class of this file surely without `attr`: no method, field or class attribute of that
+        name, no `__getattr__`, and every base either a class of this file that lacks it too or
+        `nn.Module` itself?"""
+        info = self.classes.get(cls)
+        if info is None or depth > 8:
+            return False
+        if attr in info.methods or "__getattr__" in info.methods or self.assigns_attribute(info, attr):
+            return False
+        for base in info.node.bases:
+            name = dotted_name(base.value)
+            if name in self.classes:
+                if not self.lacks_attribute(name, attr, depth + 1):
+                    return False
+            elif name not in api.PLAIN_MODULE_BASES:
+                return False
+        return True
+
+    @staticmethod
+    def assigns_attribute(info, attr: str) -> bool:
+        """Does the class body or one of its methods bind `attr` (`module = ...`, `self.module = ...`)?"""
+        for node in walk(info.node):
+            target = node.target if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)) else None
+            if isinstance(target, cst.Name) and target.value == attr:
+                return True
+            if isinstance(target, cst.Attribute) and target.attr.value == attr:
+                return True
+        return False
+
     def inherits_unseen(self, cls: str, depth: int = 0) -> bool:
         """Does the class, or a base class of this file, have a base this file does not define?"""
         info = self.classes.get(cls)

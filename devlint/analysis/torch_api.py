@@ -161,6 +161,8 @@ NAMESPACE_METHODS = frozenset({"parse_args"})
 DICT_MUTATORS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"})
 #: Methods that make a dict subclass more than the dict it was built from (its own lookups or construction).
 MAPPING_OVERRIDES = frozenset({"__getitem__", "get", "items", "values", "__iter__", "__missing__", "__init__", "__new__"})
+#: Bases that add nothing to what `nn.Module` answers (`class Net(nn.Module)`).
+PLAIN_MODULE_BASES = frozenset({"nn.Module", "torch.nn.Module", "Module", "object"})
 MODULE_BASES = frozenset({
     "torch.nn.Module", "torch.nn.modules.module.Module",
     "pytorch_lightning.LightningModule", "lightning.LightningModule",
@@ -243,6 +245,29 @@ HOST_OUTPUT_ATTRIBUTES = frozenset({"images", "audios", "frames", "videos", "tex
 #: Types whose `isinstance` test says a module is wrapped in DataParallel / DDP where it holds.
 PARALLEL_WRAPPER_TYPES = frozenset(prefix + name for name in ("DataParallel", "DistributedDataParallel")
                                    for prefix in ("", "nn.", "nn.parallel.", "torch.nn.", "torch.nn.parallel.")) | {"DDP"}
+#: What a DataParallel / DistributedDataParallel wrapper answers itself: the `nn.Module` API and the
+#: wrapper's own settings. Any other public attribute read through the wrapper (`model.config`,
+#: `model.generate`) is the wrapped module's, and raises AttributeError there.
+WRAPPER_OWN_ATTRIBUTES = frozenset({
+    # nn.Module
+    "add_module", "apply", "bfloat16", "buffers", "children", "compile", "cpu", "cuda", "double", "dump_patches",
+    "eval", "extra_repr", "float", "forward", "get_buffer", "get_extra_state", "get_parameter", "get_submodule",
+    "half", "ipu", "load_state_dict", "modules", "mtia", "named_buffers", "named_children", "named_modules",
+    "named_parameters", "parameters", "register_backward_hook", "register_buffer", "register_forward_hook",
+    "register_forward_pre_hook", "register_full_backward_hook", "register_full_backward_pre_hook",
+    "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook", "register_module",
+    "register_parameter", "register_state_dict_post_hook", "register_state_dict_pre_hook", "requires_grad_",
+    "set_extra_state", "set_submodule", "share_memory", "state_dict", "to", "to_empty", "train", "training",
+    "type", "xpu", "zero_grad", "call_super_init", "T_destination",
+    # DataParallel / DistributedDataParallel
+    "module", "device_ids", "output_device", "dim", "src_device_obj", "device_type", "process_group",
+    "broadcast_buffers", "find_unused_parameters", "gradient_as_bucket_view", "static_graph", "no_sync", "join",
+    "join_hook", "join_device", "join_process_group", "register_comm_hook", "reducer", "logger",
+    "require_backward_grad_sync", "require_forward_param_sync", "bucket_bytes_cap", "mixed_precision",
+    "gather", "scatter", "replicate", "parallel_apply", "will_sync_module_buffers", "device",
+})
+#: The attribute a wrapper keeps the wrapped module in.
+WRAPPED_MODULE_ATTRIBUTE = "module"
 #: Types whose `isinstance` test says the value is a tensor (and, where it fails, that it is none).
 TENSOR_TYPES = frozenset({"torch.Tensor", "Tensor", "torch.nn.Parameter", "nn.Parameter"})
 #: Types whose `isinstance` test says the value is no tensor (on the branch where it holds).

@@ -385,7 +385,97 @@ def _wrap_first_fix(fact: MoveBeforeWrap, context: RuleContext) -> Optional[Fix]
     return Fix(SAFE if adjacent else UNSAFE, "Wrap first, then move", tuple(edits))
 
 
+class WrapperAttribute(Rule):
+    code = "DEV208"
+    name = "wrapper-attribute"
+    severity = ERROR
+    summary = "The model's own attribute is read through its DataParallel/DDP wrapper, or `.module` where it may be unwrapped."
+    why = """
+`nn.DataParallel` and `DistributedDataParallel` answer the `nn.Module` API and their
+own settings; everything else the wrapped model defines (`config`, `generate`,
+`save_pretrained`, a custom `num_classes`) lives on `wrapper.module`. Code that wraps
+only on multi-GPU machines and reads `model.config` works on the laptop and the
+single-GPU box, and raises AttributeError on the first multi-GPU run. The opposite
+mistake is as common: `model.module` written for the wrapped case, run on a
+machine where the model was never wrapped.
+
+Unwrap once where both cases meet: `getattr(model, "module", model)`, or test
+`isinstance(model, (nn.DataParallel, DistributedDataParallel))`.
+"""
+    example = """
+model = Net().to(device)
+if torch.cuda.device_count() > 1:
+    model = nn.DataParallel(model)
+classes = model.num_classes
+"""
+    use_instead = """
+model = Net().to(device)
+if torch.cuda.device_count() > 1:
+    model = nn.DataParallel(model)
+classes = getattr(model, "module", model).num_classes
+"""
+    invalid = ("""
+import torch
+from torch import nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.num_classes = 2
+    def forward(self, x):
+        return self.fc(x)
+model = Net()
+if torch.cuda.device_count() > 1:
+    model = nn.DataParallel(model).cuda()
+print(model.num_classes)  # expect: DEV208
+""", """
+import torch
+from torch import nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+    def forward(self, x):
+        return self.fc(x)
+model = Net()
+if torch.cuda.device_count() > 1:
+    model = nn.DataParallel(model).cuda()
+torch.save(model.module.state_dict(), "net.pt")  # expect: DEV208
+""")
+    valid = ("""
+import torch
+from torch import nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.num_classes = 2
+    def forward(self, x):
+        return self.fc(x)
+model = Net()
+if torch.cuda.device_count() > 1:
+    model = nn.DataParallel(model).cuda()
+bare = model.module if hasattr(model, "module") else model
+print(bare.num_classes, model.training)
+""",)
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for fact in facts.wrapper_attributes:
+            model = context.operand(fact.model)
+            wrapped = f" (wrapped on line {context.line_of(fact.wrapped_at)})" if fact.wrapped_at is not None else ""
+            if fact.lacking == "bare":
+                yield Finding(fact.node, (
+                    f"{model} is a DataParallel/DDP wrapper on one path only{wrapped}; where it is not wrapped "
+                    f"it has no `.module` and this raises AttributeError; unwrap with "
+                    f"`getattr({context.text_of(fact.model.node)}, \"module\", {context.text_of(fact.model.node)})`"))
+            else:
+                yield Finding(fact.node, (
+                    f"`{fact.attr}` is read through the DataParallel/DDP wrapper {model}{wrapped}: the wrapper "
+                    f"has no `{fact.attr}` (the wrapped module does) and this raises AttributeError; read it "
+                    f"from `.module`"))
+
+
 PARALLEL_RULES = (
     DataParallelOnCpu, DeviceIdsMismatch, OptimizerBeforeMove, OptimizerStateBeforeMove,
-    DistributedRanksShareGpu, VisibleDevicesAfterInit, MoveBeforeDataParallel,
+    DistributedRanksShareGpu, VisibleDevicesAfterInit, MoveBeforeDataParallel, WrapperAttribute,
 )

@@ -4,17 +4,19 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
+import libcst as cst
+
 from .. import torch_api as api
 from ..lattice import (
-    BATCH, HOST, LIST, MODULE, OBJECT, RANGE, REF, SOURCE_AVAILABILITY, TUPLE, UNKNOWN_VALUE, Source, Value, container_of,
-    keyed_dict)
-from ..names import string_value
+    BATCH, HOST, LIST, MODULE, OBJECT, RANGE, REF, SOURCE_AVAILABILITY, TENSOR, TUPLE, UNKNOWN_VALUE, Source, Value,
+    container_of, keyed_dict, surely_not_none)
+from ..names import dotted_name, string_value
 from .registry import ApiCall, Registry
 
 BUILTINS = Registry("builtins")
 
 #: Builtins whose result is a plain Python value on the host.
-HOST_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "isinstance", "hasattr", "round", "abs", "repr", "format",
+HOST_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "hasattr", "round", "abs", "repr", "format",
                            "id", "hash", "type", "print", "callable", "issubclass", "open"})
 
 
@@ -49,6 +51,18 @@ def getattr_(call: ApiCall) -> Optional[Value]:
     if attribute is None and first.kind == REF and first.cls in api.CLASSES_PICKED_BY_NAME:
         return Value(kind=REF, cls=api.CLASSES_PICKED_BY_NAME[first.cls])  # one of them, by a name read at run time
     return None
+
+
+@BUILTINS.on("isinstance")
+def isinstance_(call: ApiCall) -> Value:
+    """`isinstance(lengths, torch.Tensor)` on a value seen made as a tensor is decided: a branch that
+    converts non-tensors does not run for it."""
+    if len(call.args) == 2 and call.first.kind == TENSOR and surely_not_none(call.first):
+        kinds = call.args[1].node.value
+        names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+        if names and all(dotted_name(name) in api.TENSOR_TYPES for name in names):
+            return Value(kind=HOST, literal=(True,))
+    return Value(kind=HOST)
 
 
 @BUILTINS.on(HOST_BUILTINS)

@@ -455,8 +455,8 @@ def nn_module(call: ApiCall) -> Value:
         children: List[Value] = []
         for arg in args:
             value = arg.value
-            if arg.node.star:
-                children.append(UNKNOWN_VALUE)
+            if arg.node.star:  # `nn.Sequential(*layers)`: the list's elements, when it is one the analysis built
+                children.extend(value.items if value.kind in (TUPLE, LIST) and value.items else (UNKNOWN_VALUE,))
             else:
                 children.extend(value.items if value.kind in (TUPLE, LIST) else (value,))
         modules = [child for child in children if child.kind == MODULE]
