@@ -23,7 +23,7 @@ from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse, Operand, WrapperAttribute
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, META,
-    MODULE, MPS, OBJECT, OPAQUE_VALUE, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
+    MODULE, MPS, OBJECT, OPAQUE_VALUE, OPTIMIZER, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
     SOURCE_DEVICE_TYPE, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU,
     Value, container_of, join_all, join_values, key_of, keyed_dict, surely_not_none,
 )
@@ -127,10 +127,17 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
     # --- statements ---------------------------------------------------------
 
     def exec_block(self, body: Sequence[cst.CSTNode], env: Env) -> Env:
-        for statement in body:
-            if env.dead:
-                break
-            env = self.exec_statement(statement, env)
+        depth = self.interval_depth
+        try:
+            for statement in body:
+                if env.dead:
+                    break
+                env = self.exec_statement(statement, env)
+                if _skips_rest_off_interval(statement):
+                    # `if step % log_every != 0: return`: what follows runs once per interval
+                    self.interval_depth += 1
+        finally:
+            self.interval_depth = depth
         return env
 
     def exec_suite(self, suite: cst.BaseSuite, env: Env) -> Env:
@@ -295,7 +302,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if several:
                 then_env.path, accelerated = SEVERAL_PATH, BOTH_SIDES
         depth = self.interval_depth
-        self.interval_depth += 1 if is_interval_test(node.test) or self.asks_interval(node.test) else 0
+        # (`if step % accumulation == 0: optimizer.step()` is the training step itself, not an interval)
+        interval = (is_interval_test(node.test) or self.asks_interval(node.test)) and not self.steps_optimizer(node.body, env)
+        self.interval_depth += 1 if interval else 0
         try:
             then_env = self.exec_suite(node.body, then_env)
         finally:
@@ -309,6 +318,15 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if split and not (then_env.dead or else_env.dead):
             joined.guarded = env.guarded  # the guard covers the branches, not what follows them
         return joined
+
+    def steps_optimizer(self, suite: cst.BaseSuite, env: Env) -> bool:
+        """Does a block step an optimizer (`optimizer.step()`, `scaler.step(optimizer)`)?"""
+        for call in _step_calls(suite):
+            operands = [call.func.value] + [arg.value for arg in call.args]
+            if any(isinstance(expr, (cst.Name, cst.Attribute)) and self.eval(expr, env).kind == OPTIMIZER
+                   for expr in operands):
+                return True
+        return False
 
     def narrow_wrapped(self, test: cst.BaseExpression, then_env: Env, else_env: Env) -> None:
         """`model(x) if isinstance(model, nn.DataParallel) else model(x.to(device))`, `model.module if
@@ -1176,6 +1194,41 @@ def host_side_first(test: cst.BaseExpression) -> int:
         if "cpu" in (string_value(test.left), string_value(comparison.comparator)):
             flips += 1
     return flips % 2
+
+
+def _step_calls(suite: cst.BaseSuite) -> List[cst.Call]:
+    """The `x.step(...)` calls a block makes in its own statements."""
+    found = []
+    for statement in suite.body:
+        for small in (statement.body if isinstance(statement, cst.SimpleStatementLine) else ()):
+            call = small.value if isinstance(small, cst.Expr) else None
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "step":
+                found.append(call)
+    return found
+
+
+def _skips_rest_off_interval(statement: cst.CSTNode) -> bool:
+    """`if step % n != 0: return` / `if not should_log: continue`, with no else: the statements after
+    it run only at the interval."""
+    if not isinstance(statement, cst.If) or statement.orelse is not None:
+        return False
+    body = statement.body.body
+    last = body[-1] if body else None
+    if not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Continue))):
+        return False
+    return _off_interval(statement.test)
+
+
+def _off_interval(test: cst.BaseExpression) -> bool:
+    """Does the test hold between intervals (`i % n != 0`, `i % n`, `not should_log`)?"""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return is_interval_test(test.expression) and not _off_interval(test.expression)
+    if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo):
+        return True
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and is_interval_test(test.left):
+        target = test.comparisons[0]
+        return isinstance(target.operator, cst.NotEqual) and integer_value(target.comparator) == 0
+    return False
 
 
 def _leaves(suite: cst.BaseSuite) -> bool:

@@ -165,7 +165,10 @@ def site_from(node: cst.Call, args: Sequence, guarded: bool, heat: str, recordin
     spread: Optional[Value] = None
     for arg in args:
         if arg.node.star == "*":
-            star = True
+            if not star and arg.value.kind == TUPLE and arg.value.cls != "list" and arg.value.items:
+                positional.extend(arg.value.items)  # `f(self, *args)` of a tuple whose items are known
+            else:
+                star = True
         elif arg.node.star == "**":
             if arg.value.keyed and all(isinstance(key, str) for key, _ in arg.value.keyed):
                 keywords.update(arg.value.keyed)  # `model.generate(**inputs)` of a dict whose keys are known

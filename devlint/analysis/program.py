@@ -478,8 +478,9 @@ class Program:
             forward = info.methods.get("forward")
             params = forward.parameters() if forward is not None else []
             name = params[1].name.value if len(params) > 1 else None
-            info.moves_input = name is not None and any(
-                is_move_call(call) and dotted_name(call.func.value) == name
+            moved = _input_and_its_elements(forward.node.body, name) if name is not None else set()
+            info.moves_input = bool(moved) and any(
+                is_move_call(call) and dotted_name(call.func.value) in moved
                 for call in matchers.findall(forward.node.body, matchers.Call()))
         return info.moves_input
 
@@ -1146,3 +1147,18 @@ def _skips_module(node: cst.CSTNode) -> bool:
     if isinstance(node, cst.Call) and (dotted_name(node.func) or "").endswith("skip"):
         return any(a.keyword is not None and a.keyword.value == "allow_module_level" for a in node.args)
     return isinstance(node, cst.Raise) and "SkipTest" in (dotted_name(getattr(node.exc, "func", node.exc)) or "")
+
+
+def _input_and_its_elements(body: cst.CSTNode, name: str) -> Set[str]:
+    """The input's name and the names a comprehension or loop over it binds (`(t.to(dev) for t in
+    batch)`, `{k: v.to(dev) for k, v in batch.items()}`): moving those moves the input."""
+    names = {name}
+    for node in walk(body):
+        source = node.iter if isinstance(node, (cst.CompFor, cst.For)) else None
+        if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) \
+                and source.func.attr.value in ("items", "values"):
+            source = source.func.value
+        if source is not None and dotted_name(source) == name:
+            names.update(n.value for n in walk(node.target) if isinstance(n, cst.Name))
+    return names
+

@@ -176,7 +176,8 @@ def _factory(call: ApiCall, default: Device) -> Value:
     if device_kw is not None:
         device = call.ev.placement(device_kw, node, env) or UNKNOWN
     # `torch.rand(n, **tkwargs)`: a device may be in there
-    given = device_kw is not None or any(a.node.star == "**" for a in args)
+    # (`device=device` with the caller's `device=None` is no device: the default one)
+    given = (device_kw is not None and device_kw.value.literal != (None,)) or any(a.node.star == "**" for a in args)
     if given and device_kw is None:
         device = UNKNOWN
     scalar: Optional[bool] = False
