@@ -14,12 +14,9 @@ import libcst as cst
 
 from . import torch_api as api
 from .facts import UnguardedAccelerator, VisibleDevicesTooLate
-from .lattice import ANY, CUDA, DEVICE, REF, SELECTED, SYMBOLIC, UNGUARDED, Device, Value
+from .lattice import ANY, CUDA, DEVICE, PER_RANK, REF, SELECTED, SYMBOLIC, UNGUARDED, Device, Value
 from .names import child_nodes, dotted_name, last_identifier, string_value, sub_expressions, walk
 from .project import PROJECT_SOURCE
-
-#: The key of a CUDA device whose index is computed (`f"cuda:{local_rank}"`): each process picks its own.
-PER_RANK = "per-rank"
 
 
 class DeviceChoiceTracker:

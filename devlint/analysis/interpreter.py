@@ -25,7 +25,7 @@ from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, META,
     MODULE, MPS, OBJECT, OPAQUE_VALUE, OPTIMIZER, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
     SOURCE_DEVICE_TYPE, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU,
-    Value, container_of, join_all, join_values, key_of, keyed_dict, surely_not_none,
+    Value, conflicts, container_of, join_all, join_values, key_of, keyed_dict, surely_not_none,
 )
 from .hot_path import is_interval_test
 from .project import PROJECT_SOURCE, absolute_import
@@ -825,8 +825,18 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def eval_Subscript(self, node: cst.Subscript, env: Env) -> Value:
         base = self.eval(node.value, env)
+        indices = []
         for element in node.slice:
-            self.eval_children(element, env)
+            if isinstance(element.slice, cst.Index):
+                indices.append((element.slice.value, self.eval(element.slice.value, env)))
+            else:
+                self.eval_children(element, env)
+        if base.kind == TENSOR and base.device.is_cpu:
+            # `table[timesteps]`: a CPU tensor indexed by an accelerator tensor fails (indices must be on
+            # the CPU or on the indexed tensor's device); the other way round is allowed
+            for expr, index in indices:
+                if index.kind == TENSOR and index.scalar is not True and conflicts(index.device, base.device):
+                    return self.check_operands(node, [(node.value, base), (expr, index)], "indexing", arithmetic=False)
         key = _literal_key(node)
         if base.keyed and key is not None:
             stored = key_of(base, key)

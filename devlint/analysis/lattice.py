@@ -76,6 +76,8 @@ class Device:
     def describe(self) -> str:
         if self.kind in (CUDA, MPS, XPU):
             return self.kind if self.index is None else f"{self.kind}:{self.index}"
+        if self.key == PER_RANK and self.kind in (CUDA, SELECTED, UNGUARDED):
+            return "the GPU this process picks"
         if self.kind == SELECTED:
             return "the selected accelerator" if self.index is None else f"the selected accelerator (cuda:{self.index})"
         if self.kind == UNGUARDED:
@@ -85,6 +87,10 @@ class Device:
             return "the module's device" if self.key == "self" else f"`{self.key}`"
         return self.kind
 
+
+#: The key of a CUDA device whose index is computed (`f"cuda:{local_rank}"`, `args.gpu`): each process
+#: (or each run) picks its own.
+PER_RANK = "per-rank"
 
 UNKNOWN = Device(UNKNOWN_KIND)
 CPU = Device(CPU_KIND)
@@ -144,8 +150,15 @@ def conflicts(a: Device, b: Device) -> bool:
     if "cpu" in (pa[0], pb[0]):
         return pa[0] != pb[0]
     if pa[0] == pb[0] == "accelerator":
-        return pa[1] is not None and pb[1] is not None and pa[1] != pb[1]
+        if _constant_gpu(a) and _constant_gpu(b):
+            return pa[1] != pb[1]
+        # one GPU written out (`"cuda:0"`) against the GPU each process picks: apart on every other process
+        return (_constant_gpu(a) and b.key == PER_RANK) or (_constant_gpu(b) and a.key == PER_RANK)
     return False
+
+
+def _constant_gpu(device: Device) -> bool:
+    return device.index is not None and device.key != PER_RANK
 
 
 # --- values -----------------------------------------------------------------
