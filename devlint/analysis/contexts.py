@@ -24,7 +24,9 @@ from .interpreter import Interpreter, Scope
 from .invocation import (
     MAX_CONTEXTS, MAX_DEPTH, CallSite, Invocation, abstract, bind_parameters, context_key, set_fields,
 )
-from .lattice import ANY, DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, UNGUARDED, UNKNOWN_VALUE, Value, join_all, join_paths
+from .lattice import (
+    ANY, DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, TENSOR, UNGUARDED, UNKNOWN_VALUE, Value, join_all, join_paths,
+)
 from .names import dotted_name, string_value
 from .value_queries import host_data
 
@@ -67,7 +69,8 @@ class ContextRunner:
             receiver = None
         site.from_module_level = caller.scope.owner is None and not caller.scope.method
         view = _receiver_view(site.node, receiver, caller_env)
-        key = context_key(info.node, bound, site) + tuple((field, abstract(value)) for field, value in view.items())
+        key = context_key(info.node, bound, site) + tuple((field, abstract(value)) for field, value in view.items()) \
+            + self._placed_fields(receiver)
         done = self.memo.get(key)
         clock = self.heap.clock
         if done is None:
@@ -89,6 +92,14 @@ class ContextRunner:
                 self.reached.add(node_id)
         self._apply(done, caller, caller_env, site.node, clock, constructor=info.name == "__init__")
         return replace(done, result=_returned_through(done.result, site, bound))
+
+    def _placed_fields(self, receiver: Optional[Value]) -> tuple:
+        """Where the receiver's tensors and modules are now: a method runs again once one of them was
+        replaced or moved (a metric's `reset()` put a new buffer on the CPU)."""
+        if receiver is None or receiver.ident is None:
+            return ()
+        return tuple((field, value.kind, value.device) for field, value in self.heap.fields(receiver.ident).items()
+                     if value.kind in (TENSOR, MODULE))
 
     def _run(self, info: FunctionInfo, receiver: Optional[Value], bound: Dict[str, Value],
              site: CallSite, view: Dict[str, Value]) -> Invocation:

@@ -328,6 +328,17 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 return True
         return False
 
+    def replaced_buffer(self, key: str, value: Value, owner: Optional[Value], statement: cst.CSTNode) -> Value:
+        """`self.confmat = torch.zeros(n, n)` in a method (a metric's `reset`): the tensor becomes the
+        registered buffer, but where it was made, not where the module was moved; the module's next
+        move takes it along."""
+        info = self.scope.owner
+        if (owner is None or owner.kind != MODULE or owner.ident is None or info is None or self.scope.in_module_init
+                or not key.startswith("self.") or key[len("self."):] not in info.buffers
+                or value.kind != TENSOR or not value.device.known or value.parameter):
+            return value
+        return replace(value, parameter=True, owner=owner.ident, stray=statement)
+
     def narrow_wrapped(self, test: cst.BaseExpression, then_env: Env, else_env: Env) -> None:
         """`model(x) if isinstance(model, nn.DataParallel) else model(x.to(device))`, `model.module if
         hasattr(model, "module") else model`: a model wrapped on one side of a split is the wrapper
@@ -510,8 +521,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                     self.program.note_module_attribute(self, target, value, env, statement)
                 if value.kind in (MODULE, TENSOR, BATCH) and value.origin is not None:
                     value = replace(value, stored=statement)
-                env.bind(key, value)
                 owner = self.lookup(key.rsplit(".", 1)[0], env) if key.count(".") == 1 else None
+                value = self.replaced_buffer(key, value, owner, statement)
+                env.bind(key, value)
                 if owner is not None and owner.ident is not None and owner.kind in (MODULE, OBJECT):
                     # the object's field, seen by every alias and method (weakly when it is one of several)
                     self.program.contexts.heap.store(owner.ident, target.attr.value, value, strong=not owner.aliases)

@@ -363,6 +363,8 @@ class Program:
 
     def follows_module(self, value: Value, info: ClassInfo, device: Device, moved_at: Optional[cst.CSTNode] = None) -> Value:
         """An attribute as seen after the module moved to `device` (at `moved_at`, for messages)."""
+        if value.kind == TENSOR and value.parameter and value.stray is not None:
+            return value  # a buffer replaced after the module moved: where it was made, until the next move
         if value.kind == MODULE or (value.kind == TENSOR and value.parameter):
             if moved_at is not None and value.device != device:
                 return replace(value, device=device, origin=moved_at, via=None)
