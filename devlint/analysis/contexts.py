@@ -98,8 +98,17 @@ class ContextRunner:
         replaced or moved (a metric's `reset()` put a new buffer on the CPU)."""
         if receiver is None or receiver.ident is None:
             return ()
-        return tuple((field, value.kind, value.device) for field, value in self.heap.fields(receiver.ident).items()
-                     if value.kind in (TENSOR, MODULE))
+        placed = []
+        for field, value in self.heap.fields(receiver.ident).items():
+            # (a module's fields are kept as they were made, before it moved; a stray one was put
+            # there after the move)
+            if value.kind in (TENSOR, MODULE):
+                placed.append((field, value.kind, value.device, value.stray is not None))
+            if value.kind in (MODULE, OBJECT) and value.ident is not None and value.ident != receiver.ident:
+                # (one level down: the metric an evaluator holds)
+                placed += [(field, inner, part.device, part.stray is not None)
+                           for inner, part in self.heap.fields(value.ident).items() if part.kind == TENSOR]
+        return tuple(placed)
 
     def _run(self, info: FunctionInfo, receiver: Optional[Value], bound: Dict[str, Value],
              site: CallSite, view: Dict[str, Value]) -> Invocation:

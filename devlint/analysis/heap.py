@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Set, Tuple
 
 from .env import moved_copy
-from .lattice import OPTIMIZER, Value, join_values
+from .lattice import MODULE, OPTIMIZER, TENSOR, Value, conflicts, join_values
 
 
 class Heap:
-    __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on", "_classes", "clock", "_renewed_at")
+    __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on", "_classes", "clock", "_renewed_at",
+                 "relocations")
 
     def __init__(self) -> None:
         self._fields: Dict[int, Dict[str, Value]] = {}
@@ -38,6 +39,10 @@ class Heap:
         #: object is older than some moment (a call) is a comparison
         self.clock = 0
         self._renewed_at: Dict[int, int] = {}
+        #: how many stores so far put a tensor or module field on a device apart from where it was
+        #: (a metric's `reset()` rebuilding its buffer on the CPU): a loop whose iteration did so
+        #: has a second iteration that differs from the first
+        self.relocations = 0
 
     def note_class(self, ident: int, cls: str) -> None:
         self._classes[ident] = cls
@@ -109,6 +114,8 @@ class Heap:
         """`obj.name = value`; a weak store (the object is one of several) joins with the old value."""
         fields = self._fields.setdefault(ident, {})
         old = fields.get(name)
+        if old is not None and old.kind == value.kind and value.kind in (TENSOR, MODULE) and conflicts(old.device, value.device):
+            self.relocations += 1
         fields[name] = value if strong or old is None else join_values(old, value)
         self._index(ident, name, fields[name])
 

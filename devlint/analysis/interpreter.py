@@ -403,8 +403,14 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         # The first iteration runs on the state the loop is entered with: what it finds is sure
         # (`idx` is the CPU prompt the first time `model(idx)` runs, whatever the loop makes of it
         # later), so it records, placement facts included. The other iterations only widen.
+        entry, relocations = head, self.program.contexts.heap.relocations
         after = run_once(head.copy())
         widened = join_envs(head, after)
+        if _moves_between_iterations(entry, after) or self.program.contexts.heap.relocations != relocations:
+            # the second iteration is as sure as the first when the first left something on another
+            # device (a buffer a metric's `reset()` put back on the CPU, a state carried on): it
+            # records too, before the join blurs the two
+            widened = join_envs(widened, run_once(after.copy()))
         self.silent += 1
         try:
             for _ in range(MAX_LOOP_ITERATIONS - 1):
@@ -1227,6 +1233,23 @@ def _step_calls(suite: cst.BaseSuite) -> List[cst.Call]:
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "step":
                 found.append(call)
     return found
+
+
+def _moves_between_iterations(entry: Env, after: Env) -> bool:
+    """Did one iteration leave a tensor or module of the entry state on a device that conflicts with
+    where it entered?"""
+    for key, now in after.values.items():
+        if now.kind not in (TENSOR, MODULE) or not now.device.known:
+            continue
+        before = entry.values.get(key)
+        if before is None and key.count(".") == 1:
+            # a field the iteration set (a callee's `self.confmat = torch.zeros(...)`): against its module
+            before = entry.values.get(key.split(".", 1)[0])
+            if before is None or before.kind != MODULE:
+                continue
+        if before is not None and before.kind in (TENSOR, MODULE) and conflicts(before.device, now.device):
+            return True
+    return False
 
 
 def _skips_rest_off_interval(statement: cst.CSTNode) -> bool:
