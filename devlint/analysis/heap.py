@@ -110,6 +110,13 @@ class Heap:
                 if after is not value:
                     fields[name] = after
 
+    def holders_of(self, ident: Optional[int]) -> List[Tuple[int, str]]:
+        """The (object, field) places that hold the object `ident` itself."""
+        if ident is None:
+            return []
+        return [(holder, name) for holder, name in self._holders.get(ident, ())
+                if getattr(self._fields.get(holder, {}).get(name), "ident", None) == ident]
+
     def store(self, ident: int, name: str, value: Value, strong: bool = True) -> None:
         """`obj.name = value`; a weak store (the object is one of several) joins with the old value."""
         fields = self._fields.setdefault(ident, {})

@@ -513,8 +513,12 @@ class Program:
         if (value.kind == TENSOR and not value.parameter and value.scalar is False and value.device.known
                 and value.device.kind != SYMBOLIC):
             what = "tensor"
-        elif value.kind in (LIST, TUPLE) and any(item.kind == MODULE and item.stateful is not False and item.owner is None
-                                                 for item in value.items):
+        elif value.kind in (LIST, TUPLE) and any(
+                item.kind == MODULE and item.stateful is not False and item.owner is None
+                and not self.registered_elsewhere(item, env.get("self"))
+                for item in value.items):
+            # (a module another module registers, kept in a list to reference it without registering
+            # it twice, `self.rotary = [rotary]`, moves with its owner)
             what = value.cls if value.cls in ("dict", "list") else "tuple"
         written = getattr(statement, "value", None)
         container = ("dict" if isinstance(written, (cst.Dict, cst.DictComp)) else
@@ -530,6 +534,15 @@ class Program:
             info.reported.add(name)
             self.facts.unregistered_state.append(
                 UnregisteredState(statement, info.name, name, value, what, parameters=parameters))
+
+    def registered_elsewhere(self, module: Value, owner: Optional[Value]) -> bool:
+        """Is `module` a submodule of another module of this file than `owner` (a field of it)?"""
+        heap = self.contexts.heap
+        for holder, _ in heap.holders_of(module.ident):
+            info = self.classes.get(heap.class_of(holder) or "")
+            if (owner is None or holder != owner.ident) and info is not None and _acts_as_module(info):
+                return True
+        return False
 
     def note_container_append(self, interp: Interpreter, receiver: Value, receiver_node, added: Value, node) -> None:
         key = dotted_name(receiver_node)
