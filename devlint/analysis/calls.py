@@ -687,6 +687,10 @@ class CallEvaluator:
                 # what this module's own `forward` returns for these inputs; for messages, a tensor
                 # got its device at this call
                 return replace(result, origin=node, via=None) if result.kind == TENSOR else result
+            if result is not None and result.kind == TENSOR and not device.known and callee.stateful is not False:
+                # its `forward` ran and cannot say where the output is (a pipeline over several GPUs):
+                # unknown, not guessed from the inputs
+                return Value(kind=TENSOR, origin=node)
         if not device.known or callee.stateful is False:  # (a module without weights computes where its inputs are)
             accelerated = [v for _, v in inputs if placed(v) and not v.device.is_cpu]
             device = accelerated[0].device if accelerated else UNKNOWN

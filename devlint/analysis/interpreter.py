@@ -454,12 +454,15 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         def run_once(state: Env) -> Env:
             test = self.truth_test(self.eval(node.test, state))
             self.note_sync(node.test, test, node.test, "while")
+            self.narrow_wrapped(node.test, state, state.copy())
             state = self.exec_suite(node.body, state)
             state.dead = False
             return state
 
         self.eval(node.test, env)
         result = self.exec_loop_body(env, run_once, node)
+        # (`while hasattr(model, "module"): model = model.module`: after the loop the test fails)
+        self.narrow_wrapped(node.test, result.copy(), result)
         if node.orelse is not None:
             result = self.exec_suite(node.orelse.body, result)
         return result
@@ -1217,6 +1220,9 @@ def host_side_first(test: cst.BaseExpression) -> int:
     test, flips = _without_not(test)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comparison = test.comparisons[0]
+        if "None" in (dotted_name(test.left), dotted_name(comparison.comparator)):
+            # `if gpu is not None:` takes the GPU it names; `if args.gpu is None:` is the host's side
+            return (flips + isinstance(comparison.operator, (cst.Is, cst.Equal))) % 2
         if isinstance(comparison.operator, (cst.NotEqual, cst.IsNot)):
             flips += 1
         if "cpu" in (string_value(test.left), string_value(comparison.comparator)):
