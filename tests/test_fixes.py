@@ -321,3 +321,34 @@ def test_a_fix_in_a_function_does_not_lean_on_a_global_only_the_main_guard_binds
     assert [d.line for d in found] == [6]
     edits = [edit.content for d in found if d.fix is not None for edit in d.fix.edits]
     assert not any("device" in content and "torch.device" not in content for content in edits), edits
+
+
+_EMA_SHADOW = """\
+import copy
+import torch
+from torch import nn
+
+
+class EMA:
+    def __init__(self, parameters):
+        self.shadow = [p.clone().detach() for p in parameters]
+
+    def step(self, parameters):
+        for shadow, param in zip(self.shadow, parameters):
+            shadow.sub_(0.1 * (shadow - param))
+
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+net = nn.Linear(3, 3)
+ema = EMA(copy.deepcopy(net).parameters())
+net.to(device)
+ema.step(net.parameters())
+"""
+
+
+def test_no_move_fix_for_a_tensor_the_code_updates_in_place():
+    # `shadow = shadow.to(param.device)` would make `sub_` update a copy: the EMA weights would
+    # silently stop changing. The mismatch is reported, without a fix.
+    found = [d for d in check_text(_EMA_SHADOW, "ema.py", frozenset({"DEV102"}))]
+    assert [(d.code, d.line) for d in found] == [("DEV102", 12)]
+    assert found[0].fix is None

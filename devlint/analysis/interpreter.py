@@ -607,7 +607,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if kind == TUPLE:
             return join_all(iterable.items)
         if kind in (BATCH, TENSOR):
-            return Value(kind=TENSOR, device=iterable.device, origin=iterable.origin, via=iterable.via, source=iterable.source)
+            # (the elements of a list of shaped tensors are shaped)
+            return Value(kind=TENSOR, device=iterable.device, origin=iterable.origin, via=iterable.via, source=iterable.source,
+                         scalar=False if kind == BATCH and iterable.scalar is False else None)
         if kind == HOST and iterable.source == SOURCE_LOADER:  # rows of a batch turned into numpy
             return iterable
         if kind == HOST and iterable.literal is None and not iterable.source:  # rows of a numpy array
@@ -876,7 +878,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                                                     and e.slice.value.value == "None")
                 for e in node.slice)
             return Value(kind=TENSOR, device=base.device, origin=base.origin, via=base.via, source=base.source,
-                         scalar=False if (base.kind == BATCH and base.source) or sliced else None)
+                         scalar=False if (base.kind == BATCH and (base.source or base.scalar is False)) or sliced else None)
         if base.kind == TUPLE and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             index = node.slice[0].slice.value
             if isinstance(index, cst.Integer):

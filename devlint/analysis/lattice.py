@@ -329,7 +329,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     # `self.running = None`, set to a tensor later: where it is used, it is that tensor (None would
     # fail whatever the device)
     for empty, other in ((a, b), (b, a)):
-        if empty.kind == HOST and empty.literal == (None,) and other.kind in (TENSOR, BATCH, MODULE, OPTIMIZER):
+        if empty.kind == HOST and empty.literal == (None,) and other.kind in (TENSOR, BATCH, MODULE, OPTIMIZER, OBJECT):
             return other if other.nullable else replace(other, nullable=True)
     # An empty list on one path and the list filled in a loop on the other: the filled one.
     for empty, filled in ((a, b), (b, a)):
@@ -487,6 +487,8 @@ def container_of(items: List[Value], flavour: str) -> Value:
     """A list/dict/generator whose elements are `items`, seen as one element."""
     element = join_all(items)
     if element.kind in (TENSOR, BATCH):
+        # (`scalar=False`: each element has a shape, so taking one out gives a shaped tensor)
         return Value(kind=BATCH, device=element.device, origin=element.origin, source=element.source,
-                     parameter=element.parameter, owner=element.owner)
+                     parameter=element.parameter, owner=element.owner,
+                     scalar=False if element.kind == TENSOR and element.scalar is False else None)
     return Value(kind=LIST, items=(element,), cls=flavour)

@@ -55,6 +55,7 @@ class Program:
     def __init__(self, module: cst.Module, source: str, place: Optional[ProjectPlace] = None) -> None:
         self.module = module
         self.source = source
+        self._parameters_shaped: Optional[bool] = None
         self._name_uses: Optional[Counter] = None
         self._applied: Optional[frozenset] = None
         self._rebound: Optional[frozenset] = None
@@ -534,6 +535,14 @@ class Program:
             info.reported.add(name)
             self.facts.unregistered_state.append(
                 UnregisteredState(statement, info.name, name, value, what, parameters=parameters))
+
+    @property
+    def parameters_shaped(self) -> bool:
+        """Does every module of this file get its parameters from `torch.nn` layers (no `Parameter(`
+        written here, which could make a 0-dim one such as a temperature)?"""
+        if self._parameters_shaped is None:
+            self._parameters_shaped = "Parameter(" not in self.source
+        return self._parameters_shaped
 
     def registered_elsewhere(self, module: Value, owner: Optional[Value]) -> bool:
         """Is `module` a submodule of another module of this file than `owner` (a field of it)?"""

@@ -220,6 +220,9 @@ HF_PIPELINE_WORDS = ("Pipeline",)
 #: that argument is, and moving one moves the other (`model = torch.jit.script(model)`).
 #: `functools.partial(cls, lr=...)`: calling it calls `cls` (with those keywords too).
 PARTIALS = frozenset({"functools.partial"})
+#: Copies: a new object where the original is now (an EMA copy of a model taken before it moved stays
+#: behind when the model moves).
+COPIES = frozenset({"copy.deepcopy", "copy.copy"})
 #: `dataclasses.field(default=...)` / `field(default_factory=...)` in a dataclass body: the default.
 DATACLASS_FIELDS = frozenset({"dataclasses.field"})
 IDENTITY_WRAPPERS = frozenset({

@@ -6,7 +6,7 @@ from typing import List, Optional, Protocol, Tuple
 
 import libcst as cst
 
-from ..analysis.names import dotted_name
+from ..analysis.names import dotted_name, walk
 from .builder import EditBuilder
 from .file_view import FileView
 from .model import Edit
@@ -105,6 +105,27 @@ def rebind_before(context: FixContext, statement: cst.SimpleStatementLine, name:
     if indent is None:
         return None
     return context.edits.insert_lines_before(statement, f"{indent}{name} = {name}.to({device}){context.edits.newline}")
+
+
+def mutated_in_place(context: FixContext, at: cst.CSTNode, name: str) -> bool:
+    """Does the function around `at` (or the module) change `name` in place: `name.sub_(...)`,
+    `name += ...`, `name[i] = ...`? A moved copy bound to the name would take those changes instead
+    of the tensor they were meant for (an EMA's shadow weights)."""
+    scope = context.edits.function(at) or context.edits.module
+    for node in walk(scope):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _names(node.func.value, name):
+            method = node.func.attr.value
+            if method.endswith("_") and not method.startswith("_"):
+                return True
+        elif isinstance(node, cst.AugAssign) and _names(node.target, name):
+            return True
+        elif isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Subscript) and _names(node.target.value, name):
+            return True
+    return False
+
+
+def _names(node: cst.CSTNode, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name
 
 
 def has_keyword(call: cst.Call, keyword: str) -> bool:

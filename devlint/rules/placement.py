@@ -12,7 +12,7 @@ from ..analysis.facts import (
 from ..analysis.lattice import BATCH, SOURCE_FACTORY, SOURCE_LOAD, SOURCE_TOKENIZER, TENSOR
 from ..analysis.names import dotted_name
 from ..fixes import SAFE, UNSAFE, Fix
-from ..fixes.recipes import move_to, rebind_before, takes_keyword, to_host
+from ..fixes.recipes import move_to, mutated_in_place, rebind_before, takes_keyword, to_host
 from .base import Finding, Rule
 from .context import RuleContext
 
@@ -218,6 +218,8 @@ def _move_offender_fix(mismatch: DeviceMismatch, context: RuleContext) -> Option
     if not movable or device is None or isinstance(offender.node, cst.StarredElement):
         return None
     statement = context.edits.statement(mismatch.node)
+    if isinstance(offender.node, cst.Name) and mutated_in_place(context, mismatch.node, offender.node.value):
+        return None  # a moved copy would take the in-place updates meant for the tensor itself
     if isinstance(offender.node, cst.Name) and statement is not None:
         line = rebind_before(context, statement, offender.node.value, device)
         if line is not None:

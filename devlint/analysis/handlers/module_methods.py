@@ -56,8 +56,10 @@ def parts(call: ApiCall) -> Value:
         element = Value(kind=MODULE, device=receiver.device, origin=receiver.origin, via=receiver.via,
                         owner=receiver.ident if receiver.ident is not None else receiver.owner)
     else:  # a parameter knows its module: it moves with it, and so does an optimizer built on it
+        # (weights of `torch.nn` layers have a shape: a 0-dim one is a `Parameter(...)` written out)
+        shaped = False if call.ev.program.parameters_shaped and receiver.cls else None
         element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, parameter=True,
-                        owner=receiver.ident)
+                        owner=receiver.ident, scalar=shaped)
     if name.startswith("named_"):
         element = Value(kind=TUPLE, items=(Value(kind=HOST), element))
     return Value(kind=LIST, items=(element,))

@@ -248,6 +248,20 @@ def partial(call: ApiCall) -> Optional[Value]:
     return call.first if call.first.kind == REF else None
 
 
+@FUNCTIONS.on(api.COPIES)
+def copied(call: ApiCall) -> Optional[Value]:
+    """`copy.deepcopy(model)`: another module with its own parameters, where the original is now; a
+    later move of the original leaves it behind. A tensor's copy is where the tensor is."""
+    original = call.first
+    if len(call.args) != 1 or original.kind not in (MODULE, TENSOR):
+        return None
+    ident = id(call.node) if original.kind == MODULE else None
+    if ident is not None:
+        call.ev.note_created(ident)
+    return replace(original, ident=ident, owner=None, aliases=(), alternatives=(), parameter=False,
+                   origin=original.origin or call.node, scatters="" if original.kind == TENSOR else original.scatters)
+
+
 @FUNCTIONS.on(api.DATACLASS_FIELDS)
 def dataclass_field(call: ApiCall) -> Optional[Value]:
     """`field(default=x)` is x; `field(default_factory=lambda: make())` is what the factory makes."""
