@@ -378,6 +378,9 @@ class Program:
             return replace(value, source=SOURCE_UNREGISTERED) if value.device.known else UNKNOWN_VALUE
         if value.kind in (LIST, TUPLE) and any(item.kind == MODULE for item in value.items):
             return UNKNOWN_VALUE  # a plain list of modules: reported once where it is stored
+        if value.kind == BATCH and value.parameter:
+            # a plain dict or list of parameters stays where it was made: DEV105's, where it is stored
+            return replace(value, source=SOURCE_UNREGISTERED) if value.device.known else UNKNOWN_VALUE
         return value
 
     def instantiate(self, callee: Value, node: cst.Call, args, env: Env, caller=None) -> Value:
