@@ -27,6 +27,7 @@ from .invocation import (
 from .lattice import (
     ANY, DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, TENSOR, UNGUARDED, UNKNOWN_VALUE, Value, join_all, join_paths,
 )
+from .rebound_fields import as_seen_unseeded
 from .names import dotted_name, string_value
 from .value_queries import host_data
 
@@ -210,7 +211,11 @@ class ContextRunner:
         fields = self.heap.fields(receiver.ident)
         if not fields and owner is not None and info.name != "__init__":
             program.ensure_class(owner)
-            fields = {key[len("self."):]: value for key, value in owner.attrs.items()}
+            # (no object seen made: what `__init__` sets, except that a tensor another method rebinds,
+            # `self.memory = self.memory.to(strategy.device)` in a plugin's `before_training`, may be
+            # there already: where it is, is unknown)
+            fields = {key[len("self."):]: as_seen_unseeded(key[len("self."):], value, program.rebound_fields)
+                      for key, value in owner.attrs.items()}
         seen = {}
         for field, value in fields.items():
             if receiver.kind == MODULE and owner is not None and info.name != "__init__":

@@ -22,7 +22,7 @@ import libcst.matchers as matchers
 from . import torch_api as api
 from .env import Env, moved_copy
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState, caller_chains
-from .rebound_fields import fields_rebound, may_be_rebound
+from .rebound_fields import as_seen_unseeded, fields_rebound
 from .apply_overrides import attributes_applied
 from .call_order import callers_first, calls_by_function, calls_in
 from .declarations import ClassInfo, FunctionInfo
@@ -692,10 +692,8 @@ class Program:
                 for key, value in attrs.items():
                     if module_like and not building:
                         value = self.follows_module(value, owner, self.self_device())
-                    if seed is None and value.kind == DEVICE and may_be_rebound(key[len("self."):], self.rebound_fields):
-                        # a device field another method resets (`set_device(device)` after a move): a
-                        # method read without its caller cannot tell which one it sees
-                        value = UNKNOWN_VALUE
+                    if seed is None:
+                        value = as_seen_unseeded(key[len("self."):], value, self.rebound_fields)
                     env.values[first + key[len("self"):]] = value
         star = info.node.params.star_arg
         for extra in (star, info.node.params.star_kwarg):

@@ -8,10 +8,12 @@ another method replaced, and the branch stays undecided.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import FrozenSet, Optional, Set
 
 import libcst as cst
 
+from .lattice import BATCH, DEVICE, TENSOR, UNKNOWN, UNKNOWN_VALUE, Value
 from .names import child_nodes, walk
 
 #: Every field may change: the file sets attributes by a computed name.
@@ -45,3 +47,17 @@ def _on_self(target: cst.Attribute) -> bool:
 
 def may_be_rebound(field: Optional[str], rebound: FrozenSet[str]) -> bool:
     return field is None or "*" in rebound or field in rebound
+
+
+def as_seen_unseeded(field: str, value: Value, rebound: FrozenSet[str]) -> Value:
+    """A field `__init__` set, as a method read without its caller sees it: a device or a tensor
+    another method rebinds (`set_device(device)`, `self.memory = self.memory.to(strategy.device)` in
+    a plugin's `before_training`) may be the new one already, so where it is, is unknown."""
+    if not may_be_rebound(field, rebound):
+        return value
+    if value.kind == DEVICE:
+        return UNKNOWN_VALUE
+    if value.kind in (TENSOR, BATCH) and value.device.known:
+        return replace(value, device=UNKNOWN)
+    return value
+
