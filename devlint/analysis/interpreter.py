@@ -24,8 +24,9 @@ from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, META,
     MODULE, MPS, OBJECT, OPAQUE_VALUE, OPTIMIZER, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
-    SOURCE_DEVICE_TYPE, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU,
-    Value, conflicts, container_of, join_all, join_values, key_of, keyed_dict, surely_not_none,
+    SOURCE_CREATED, SOURCE_DEVICE_TYPE, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, SOURCE_STEP,
+    STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU, Value, conflicts, container_of, join_all, join_values,
+    key_of, keyed_dict, surely_not_none,
 )
 from .hot_path import is_interval_test
 from .project import PROJECT_SOURCE, absolute_import
@@ -558,6 +559,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 env.values[name] = keyed_dict(tuple(entries.items()), container.origin)
             elif container.kind in (LIST, TUPLE, BATCH) and (container.kind != TUPLE or container.cls in ("list", "dict")):
                 self.grow_container(container, target.value, value, env)
+            elif (container.kind == TENSOR and container.device.is_cpu and name is not None
+                  and container.source in (SOURCE_FACTORY, SOURCE_STEP)):
+                # `result[i, :n] = torch.tensor(ids)`: a host buffer filled from python data, which a
+                # factory on the device would not help (each write would be a copy): no DEV402 for it
+                env.values[name] = replace(container, source=SOURCE_CREATED)
         elif isinstance(target, cst.StarredElement):
             self.assign(target.value, UNKNOWN_VALUE, env, statement)
 
