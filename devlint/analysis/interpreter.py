@@ -715,6 +715,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             self.note_wrapper_attribute(base, attr, node)
             if attr == api.WRAPPED_MODULE_ATTRIBUTE and base.wrapped_at is not None:  # DataParallel(model).module
                 return replace(base, scatters="", wrapped_at=None)
+            if base.cls == "ModuleDict" and attr not in api.MODULE_API_ATTRIBUTES and not attr.startswith("_"):
+                return _part_of(base)  # `self.transformer.wpe`: the part stored under that key
             return self.program.class_attribute(base, attr)
         if kind == OBJECT:
             return self.program.class_attribute(base, attr)

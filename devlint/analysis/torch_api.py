@@ -248,11 +248,9 @@ HOST_OUTPUT_ATTRIBUTES = frozenset({"images", "audios", "frames", "videos", "tex
 #: Types whose `isinstance` test says a module is wrapped in DataParallel / DDP where it holds.
 PARALLEL_WRAPPER_TYPES = frozenset(prefix + name for name in ("DataParallel", "DistributedDataParallel")
                                    for prefix in ("", "nn.", "nn.parallel.", "torch.nn.", "torch.nn.parallel.")) | {"DDP"}
-#: What a DataParallel / DistributedDataParallel wrapper answers itself: the `nn.Module` API and the
-#: wrapper's own settings. Any other public attribute read through the wrapper (`model.config`,
-#: `model.generate`) is the wrapped module's, and raises AttributeError there.
-WRAPPER_OWN_ATTRIBUTES = frozenset({
-    # nn.Module
+#: What every `nn.Module` answers itself (methods and the `training` flag): any other attribute of a
+#: `ModuleDict` is one of its parts.
+MODULE_API_ATTRIBUTES = frozenset({
     "add_module", "apply", "bfloat16", "buffers", "children", "compile", "cpu", "cuda", "double", "dump_patches",
     "eval", "extra_repr", "float", "forward", "get_buffer", "get_extra_state", "get_parameter", "get_submodule",
     "half", "ipu", "load_state_dict", "modules", "mtia", "named_buffers", "named_children", "named_modules",
@@ -262,7 +260,13 @@ WRAPPER_OWN_ATTRIBUTES = frozenset({
     "register_parameter", "register_state_dict_post_hook", "register_state_dict_pre_hook", "requires_grad_",
     "set_extra_state", "set_submodule", "share_memory", "state_dict", "to", "to_empty", "train", "training",
     "type", "xpu", "zero_grad", "call_super_init", "T_destination",
-    # DataParallel / DistributedDataParallel
+    # ModuleDict / ModuleList / Sequential
+    "keys", "values", "items", "update", "pop", "clear", "append", "extend", "insert",
+})
+#: What a DataParallel / DistributedDataParallel wrapper answers itself: the `nn.Module` API and the
+#: wrapper's own settings. Any other public attribute read through the wrapper (`model.config`,
+#: `model.generate`) is the wrapped module's, and raises AttributeError there.
+WRAPPER_OWN_ATTRIBUTES = MODULE_API_ATTRIBUTES | frozenset({
     "module", "device_ids", "output_device", "dim", "src_device_obj", "device_type", "process_group",
     "broadcast_buffers", "find_unused_parameters", "gradient_as_bucket_view", "static_graph", "no_sync", "join",
     "join_hook", "join_device", "join_process_group", "register_comm_hook", "reducer", "logger",

@@ -108,20 +108,34 @@ def rebind_before(context: FixContext, statement: cst.SimpleStatementLine, name:
 
 
 def mutated_in_place(context: FixContext, at: cst.CSTNode, name: str) -> bool:
-    """Does the function around `at` (or the module) change `name` in place: `name.sub_(...)`,
-    `name += ...`, `name[i] = ...`? A moved copy bound to the name would take those changes instead
-    of the tensor they were meant for (an EMA's shadow weights)."""
-    scope = context.edits.function(at) or context.edits.module
+    """Does the function around `at` (or the module) change `name` in place from `at` on, or in a
+    loop around `at` (whose next turn comes after it): `name.sub_(...)`, `name += ...`, `name[i] = ...`?
+    A moved copy bound to the name would take those changes instead of the tensor they were meant for
+    (an EMA's shadow weights). Changes made before the copy are kept by it."""
+    path = context.edits.path(at)
+    scope = next((a for a in reversed(path[:-1]) if isinstance(a, cst.FunctionDef)), None) or context.edits.module
+    loop = next((a for a in reversed(path[:-1]) if isinstance(a, (cst.For, cst.While))), None)
+    start = context.range_of(at).start.line
     for node in walk(scope):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _names(node.func.value, name):
-            method = node.func.attr.value
-            if method.endswith("_") and not method.startswith("_"):
-                return True
-        elif isinstance(node, cst.AugAssign) and _names(node.target, name):
-            return True
-        elif isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Subscript) and _names(node.target.value, name):
+        if not _changes_in_place(node, name):
+            continue
+        if context.range_of(node).start.line >= start or (loop is not None and _inside(context, node, loop)):
             return True
     return False
+
+
+def _changes_in_place(node: cst.CSTNode, name: str) -> bool:
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _names(node.func.value, name):
+        method = node.func.attr.value
+        return method.endswith("_") and not method.startswith("_")
+    if isinstance(node, cst.AugAssign):
+        return _names(node.target, name)
+    return isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Subscript) and _names(node.target.value, name)
+
+
+def _inside(context: FixContext, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
+    span, where = context.range_of(outer), context.range_of(node)
+    return span.start.line <= where.start.line <= span.end.line
 
 
 def _names(node: cst.CSTNode, name: str) -> bool:
