@@ -27,7 +27,7 @@ from .handlers.torch_functions import FUNCTIONS
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DEVICE, DISTRIBUTION, FUNCTION, HOST, HOST_PATH, LIST, METHOD, MODULE, OBJECT,
     OPTIMIZER, OWN_FORWARD_MOVES, REF, SOURCE_CREATED, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_FACTORY,
-    SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
+    SELECTED, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
     SYMBOLIC, TENSOR, TOKENIZER, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of,
     join_all, literal_of, symbolic,
 )
@@ -487,7 +487,9 @@ class CallEvaluator:
             return UNKNOWN_VALUE
         if kind == ANY and name in api.NAMESPACE_METHODS:
             # `args = parser.parse_args()`: one object, made here, whose fields a helper may set
-            # (`setup(args)` choosing `args.device`); what it holds is not known
+            # (`setup(args)` choosing `args.device`); what it holds is not known, but for the devices
+            # options default to
+            self.program.contexts.heap.allocate(id(node), dict(self.program.argument_devices))
             return Value(ident=id(node))
         if name == "get" and kind in (ANY, LIST, HOST):
             positional = [a for a in args if a.keyword is None and not a.node.star]
@@ -545,6 +547,10 @@ class CallEvaluator:
             or api.argument_destination(flags)
         if destination and default is not None and default.value.literal is not None:
             self.program.argument_defaults[destination] = literal_of(default.value)
+        if destination and default is not None and default.value.kind == DEVICE and default.value.device.kind == SELECTED:
+            # `--device` defaulting to `"cuda" if torch.cuda.is_available() else "cpu"`: the device a
+            # run without the flag uses, which is the one the code is written for
+            self.program.argument_devices[destination] = default.value
         action = next((string_value(a.node.value) for a in args if a.keyword == "action"), None)
         on_by_default = action == "store_false" or (default is not None and literal_of(default.value) is True)
         if on_by_default and any(api.is_cuda_flag(flag) for flag in flags) and not self.program.asks_availability:

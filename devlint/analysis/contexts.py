@@ -92,7 +92,23 @@ class ContextRunner:
             if site.recording:
                 self.reached.add(node_id)
         self._apply(done, caller, caller_env, site.node, clock, constructor=info.name == "__init__")
-        return replace(done, result=_returned_through(done.result, site, bound))
+        result = self._made_for_this_call(done.result, info, site, caller)
+        return replace(done, result=_returned_through(result, site, bound))
+
+    def _made_for_this_call(self, result: Value, info: FunctionInfo, site: CallSite, caller: Interpreter) -> Value:
+        """A module or object the callee made and returns is a new one at each call (`create_model()`
+        for the student and again for the teacher): moving one does not move the other."""
+        mapping: Dict[int, int] = {}
+        for value in (result, *result.items):
+            if (value.kind in (MODULE, OBJECT) and value.ident is not None
+                    and self.heap.made_in.get(value.ident) == id(info.node)):
+                mapping.setdefault(value.ident, hash((value.ident, id(site.node))))
+        if not mapping:
+            return result
+        where = id(caller.scope.node) if caller.scope.node is not None else 0
+        for old, new in mapping.items():
+            self.heap.copy_object(old, new, where)
+        return _renamed(result, mapping)
 
     def _placed_fields(self, receiver: Optional[Value]) -> tuple:
         """Where the receiver's tensors and modules are now: a method runs again once one of them was
@@ -229,6 +245,23 @@ class ContextRunner:
             values = [self.heap.get(ident, attr) for ident in base.aliases]
             return join_all(values) if values and all(v is not None for v in values) else None
         return self.heap.get(base.ident, attr)
+
+
+def _renamed(value: Value, mapping: Dict[int, int]) -> Value:
+    """`value` with the objects in `mapping` replaced by their new identities (an optimizer built on
+    one carries it too)."""
+    changes = {}
+    if value.ident in mapping:
+        changes["ident"] = mapping[value.ident]
+    if value.owner in mapping:
+        changes["owner"] = mapping[value.owner]
+    if any(a in mapping for a in value.aliases):
+        changes["aliases"] = tuple(mapping.get(a, a) for a in value.aliases)
+    if value.items:
+        items = tuple(_renamed(item, mapping) for item in value.items)
+        if items != value.items:
+            changes["items"] = items
+    return replace(value, **changes) if changes else value
 
 
 def _receiver_view(call: cst.Call, receiver: Optional[Value], env: Env) -> Dict[str, Value]:

@@ -127,6 +127,7 @@ class ProgramServices(Protocol):
     contexts: Any  # the `ContextRunner` that interprets calls in context
     classes: Dict[str, ClassInfo]
     argument_defaults: Dict[str, object]
+    argument_devices: Dict[str, Value]
     batch_loaders: Dict[int, cst.CSTNode]
     loader_options: Dict[int, tuple]
     interval_predicates: Set[str]

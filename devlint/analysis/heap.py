@@ -17,7 +17,7 @@ from .lattice import MODULE, OPTIMIZER, TENSOR, Value, conflicts, join_values
 
 class Heap:
     __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on", "_classes", "clock", "_renewed_at",
-                 "relocations")
+                 "relocations", "made_in")
 
     def __init__(self) -> None:
         self._fields: Dict[int, Dict[str, Value]] = {}
@@ -43,6 +43,9 @@ class Heap:
         #: (a metric's `reset()` rebuilding its buffer on the CPU): a loop whose iteration did so
         #: has a second iteration that differs from the first
         self.relocations = 0
+        #: allocation site -> the function (by `id` of its node; 0 for module code) that made it: a
+        #: function's result made by it is a new object at each of its calls
+        self.made_in: Dict[int, int] = {}
 
     def note_class(self, ident: int, cls: str) -> None:
         self._classes[ident] = cls
@@ -50,8 +53,10 @@ class Heap:
     def class_of(self, ident: int) -> Optional[str]:
         return self._classes.get(ident)
 
-    def renew(self, ident: int) -> None:
-        """The site `ident` made a new object."""
+    def renew(self, ident: int, where: Optional[int] = None) -> None:
+        """The site `ident` made a new object (in the function `where`)."""
+        if where is not None:
+            self.made_in[ident] = where
         self._generation[ident] = self._generation.get(ident, 0) + 1
         self.clock += 1
         self._renewed_at[ident] = self.clock
@@ -99,6 +104,15 @@ class Heap:
         for name in known.keys() | fields.keys():
             left, right = known.get(name), fields.get(name)
             known[name] = join_values(left, right) if left is not None and right is not None else (left or right)
+
+    def copy_object(self, old: int, new: int, where: int) -> None:
+        """`new` is another object like `old` (made by another call of the function that made it)."""
+        if new not in self._fields:
+            self.allocate(new, dict(self.fields(old)))
+        if old in self._classes:
+            self._classes[new] = self._classes[old]
+        self.made_in[new] = where
+        self.renew(new)
 
     def replace_identity(self, ident: int, moved: Value, weak: bool = False) -> None:
         """An object moved in place: the fields that hold it see the move."""

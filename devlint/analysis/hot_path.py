@@ -140,7 +140,8 @@ class HotPathTracker:
             frame.encloses_steps = True
 
     def note_created(self, ident: int) -> None:
-        self.program.contexts.heap.renew(ident)
+        node = self.scope.node
+        self.program.contexts.heap.renew(ident, id(node) if node is not None else 0)
         for frame in self.frames:
             frame.created.add(ident)
 

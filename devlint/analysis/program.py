@@ -91,6 +91,8 @@ class Program:
         #: argparse destination -> its literal default (`--workers`, `default=0`): what `args.workers`
         #: is on a run without the flag, for options that are judged by their defaults
         self.argument_defaults: Dict[str, object] = {}
+        #: command-line options whose default is a device (`--device`), by destination: their default
+        self.argument_devices: Dict[str, Value] = {}
         #: (kind, origin) pairs already reported by the hot-path and parallel rules
         self.hot_reported: Set[tuple] = set()
         #: calls of this file's functions interpreted in context, and the heap of objects they build
@@ -428,8 +430,9 @@ class Program:
     def _built_where_weights_are(instance: Value, fields: Dict[str, Value]) -> Value:
         """A module whose `__init__` made all its parameters, buffers and submodules on one device
         (`torch.arange(n, device=device)` registered as buffers) is on that device, not the default."""
+        # (a part without weights, a loss or an activation, has no device to be on)
         devices = {value.device for value in fields.values()
-                   if value.kind == MODULE or (value.kind == TENSOR and value.parameter)}
+                   if (value.kind == MODULE and value.stateful is not False) or (value.kind == TENSOR and value.parameter)}
         if not devices:
             return instance
         if len(devices) > 1:  # (weights on several devices: where "the module" is, is unknown)
