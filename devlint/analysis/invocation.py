@@ -109,9 +109,11 @@ def bind_parameters(params: cst.Parameters, site: CallSite, receiver: Optional[V
     if params.star_kwarg is not None:
         named = {p.name.value for p in positional_params} | {p.name.value for p in params.kwonly_params}
         extra_keywords = [value for key, value in site.keywords.items() if key not in named]
+        if site.double_star and site.spread is not None:
+            extra_keywords.append(site.spread)  # `f(loss=l, **losses)` of a dict of tensors: one more of them
         bound[params.star_kwarg.name.value] = (
-            UNKNOWN_VALUE if site.double_star else container_of(extra_keywords, "dict") if extra_keywords
-            else Value(kind=LIST, cls="dict"))
+            UNKNOWN_VALUE if site.double_star and site.spread is None
+            else container_of(extra_keywords, "dict") if extra_keywords else Value(kind=LIST, cls="dict"))
     return bound
 
 
