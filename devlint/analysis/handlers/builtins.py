@@ -77,6 +77,10 @@ def fold(call: ApiCall) -> Optional[Value]:
         return None
     values = [call.ev.element_of(call.first, call.args[0].node.value, call.node)] if len(call.args) == 1 else \
         [a.value for a in call.args if a.keyword is None]
+    if call.name == "sum" and len(call.args) == 1 and values[0].kind == TENSOR and values[0].device.known:
+        # `sum(loss_dict.values())`: 0 plus each tensor, a tensor where they are
+        element = values[0]
+        return Value(kind=TENSOR, device=element.device, origin=element.origin, via=element.via, scalar=element.scalar)
     return Value(kind=HOST) if all(v.kind == HOST for v in values) else None
 
 
