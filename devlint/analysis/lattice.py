@@ -77,7 +77,7 @@ class Device:
         if self.kind in (CUDA, MPS, XPU):
             return self.kind if self.index is None else f"{self.kind}:{self.index}"
         if self.key == PER_RANK and self.kind in (CUDA, SELECTED, UNGUARDED):
-            return "the GPU this process picks"
+            return "the GPU chosen at run time"
         if self.kind == SELECTED:
             return "the selected accelerator" if self.index is None else f"the selected accelerator (cuda:{self.index})"
         if self.kind == UNGUARDED:

@@ -435,6 +435,11 @@ def wrap_parallel(call: ApiCall) -> Value:
              and inner.device.key != PER_RANK)
     if first_id is not None and module and fixed and inner.device.index != first_id and ev.recording:
         facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, first_id, default_ids=not has_ids))
+    elif (call.name in api.DATA_PARALLEL and not has_ids and module and inner.device.key == PER_RANK
+          and inner.device.kind in (CUDA, SELECTED, UNGUARDED) and ev.recording):
+        # `model.to(torch.device("cuda", args.gpu_index))` then `DataParallel(model)`: right only when
+        # the GPU chosen at run time is GPU 0
+        facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, 0, default_ids=True))
     per_rank = _first_per_rank_id(ids.node.value) if has_ids else None
     if per_rank is not None and module and fixed and ev.recording:
         # `device_ids=[rank]` while the module sits on one constant GPU: every other rank is wrong
