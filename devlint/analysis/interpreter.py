@@ -486,9 +486,14 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             result.dead = result.dead or dead
         return result
 
+    def manages_context(self, value: Value, expr: cst.BaseExpression) -> bool:
+        return (value.kind == OBJECT and bool(value.cls) and isinstance(expr, cst.Call)
+                and self.program.defines(value.cls, "__enter__"))
+
     def exec_with(self, node: cst.With, env: Env) -> Env:
         saved_default, saved_gpu = env.default_device, env.current_gpu
         expects_failure = False
+        managers: List[Tuple[Value, cst.Call]] = []
         for item in node.items:
             value = self.eval(item.item, env)
             if value.kind == DEVICE and isinstance(item.item, cst.Call):
@@ -501,11 +506,20 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                     env.current_gpu = gpu.index if gpu is not None and gpu.key != PER_RANK else None
             if isinstance(item.item, cst.Call) and last_identifier(item.item.func) in _EXPECTS_FAILURE:
                 expects_failure = True
+            entered = UNKNOWN_VALUE
+            if self.manages_context(value, item.item):
+                # `with TorchTracemalloc() as t:` of a class of this file: its `__enter__` runs here,
+                # and `as` names what it returns; its `__exit__` runs after the body
+                managers.append((value, item.item))
+                entered = self.program.call_method(value, "__enter__", item.item, [], self, env)
             if item.asname is not None:
-                self.assign(item.asname.name, UNKNOWN_VALUE, env, node)
+                self.assign(item.asname.name, entered, env, node)
         self.silent += expects_failure  # a test that asserts the crash is not a bug
         try:
             env = self.exec_suite(node.body, env)
+            for manager, call in reversed(managers):
+                if self.program.defines(manager.cls, "__exit__"):
+                    self.program.call_method(manager, "__exit__", call, [], self, env)
         finally:
             self.silent -= expects_failure
         env.default_device, env.current_gpu = saved_default, saved_gpu
