@@ -295,7 +295,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if split:
             then_env.guarded = else_env.guarded = True
             accelerated = host_side_first(node.test)
-            if not several and _names_a_device(node.test):
+            if not several and (_names_a_device(node.test) or _asks_cuda_capability(node.test)):
                 # `if t.device != torch.device("cuda"): t = t.to("cuda")`: the side where the test says
                 # "not on the accelerator" runs on machines without one, and is no guard for it
                 (then_env, else_env)[1 - accelerated].guarded = env.guarded
@@ -1220,6 +1220,13 @@ def _tested_on_cuda(test: cst.BaseExpression) -> List[Tuple[str, int]]:
     if not isinstance(subject, cst.Name):
         return []
     return [(subject.value, 1 - flips % 2)]
+
+
+def _asks_cuda_capability(test: cst.BaseExpression) -> bool:
+    """`if torch.cuda.is_bf16_supported():`: false, not failing, where there is no CUDA, so the other
+    side runs on CPU-only machines and is no guard for them."""
+    return any(isinstance(node, cst.Call) and dotted_name(node.func) in api.CUDA_CAPABILITY_QUERIES
+               for node in sub_expressions(test))
 
 
 def _names_a_device(test: cst.BaseExpression) -> bool:

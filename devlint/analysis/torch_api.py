@@ -308,6 +308,9 @@ AVAILABILITY_CHECKS = frozenset({
     "torch.accelerator.is_available", "torch.cuda.device_count",
     "torch.accelerator.device_count", "torch.backends.mps.is_built",
 })
+#: Questions about the GPU's abilities that answer False (rather than fail) without CUDA: the side of a
+#: test on them where they fail runs on CPU-only machines too.
+CUDA_CAPABILITY_QUERIES = frozenset({"torch.cuda.is_bf16_supported"})
 #: Calls returning the accelerator chosen at run time (or the CPU).
 SELECTED_DEVICE_CALLS = frozenset({"torch.accelerator.current_accelerator"})
 SET_DEFAULT_DEVICE = frozenset({"torch.set_default_device"})

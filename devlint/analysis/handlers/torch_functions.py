@@ -89,8 +89,15 @@ def set_default_device(call: ApiCall) -> Value:
 
 @FUNCTIONS.on(api.SET_DEFAULT_TENSOR_TYPE)
 def set_default_tensor_type(call: ApiCall) -> Value:
+    """`torch.set_default_tensor_type(torch.cuda.HalfTensor)`: every factory after it makes CUDA
+    tensors, and the call itself raises where there is no CUDA."""
     first = call.first
-    call.env.default_device = api.tensor_type_device(first.cls) or UNKNOWN if first.kind == REF else UNKNOWN
+    device = (api.tensor_type_device(first.cls) or UNKNOWN) if first.kind == REF else UNKNOWN
+    if first.kind == REF and device.kind == CUDA and call.args:
+        named = first.device  # (the type, named: an accelerator request with no fallback, or under a guard)
+        device = named if named.kind == UNGUARDED else call.ev.accelerator_literal(device, call.env, call.node)
+        call.ev.note_placement(device, None, call.node, call.env)
+    call.env.default_device = device
     return Value(kind=HOST)
 
 
