@@ -880,7 +880,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             # `table[timesteps]`: a CPU tensor indexed by an accelerator tensor fails (indices must be on
             # the CPU or on the indexed tensor's device); the other way round is allowed
             for expr, index in indices:
-                if index.kind == TENSOR and index.scalar is not True and conflicts(index.device, base.device):
+                # (a 0-dim index is taken as a number, wherever it is: only a shaped one is checked)
+                if index.kind == TENSOR and index.scalar is False and conflicts(index.device, base.device):
                     return self.check_operands(node, [(node.value, base), (expr, index)], "indexing", arithmetic=False)
         key = _literal_key(node)
         if base.keyed and key is not None:
