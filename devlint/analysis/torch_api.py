@@ -594,7 +594,7 @@ CONFIG_CLASS_SUFFIXES = ("Config", "Args", "Arguments", "Options", "Settings", "
 CUDA_ONLY_LIBRARIES = (
     "transformer_engine.", "apex.", "flash_attn.", "xformers.", "triton.", "cupy.", "pycuda.", "tensorrt.",
     "torch_tensorrt.", "nvidia.dali.", "mamba_ssm.", "causal_conv1d.", "flashinfer.", "vllm.", "sglang.",
-    "deep_gemm.", "tensorrt_llm.",
+    "deep_gemm.", "tensorrt_llm.", "cutlass.", "cuda.bindings.", "numba.cuda.",
 )
 #: Text that shows a file means to run without CUDA too: an availability check, a CPU device,
 #: a test of a tensor's or device's type.
