@@ -264,12 +264,19 @@ def _renamed(value: Value, mapping: Dict[int, int]) -> Value:
     return replace(value, **changes) if changes else value
 
 
+#: States larger than this are not scanned for the receiver's fields (see `_receiver_view`).
+_MAX_VIEW_SCAN = 256
+
+
 def _receiver_view(call: cst.Call, receiver: Optional[Value], env: Env) -> Dict[str, Value]:
     """The receiver's fields as the caller's path has them (`self.device` set on both sides of an
     availability test, then `self.wrap(model)`): the heap holds the last write on any path, the
     caller's state the join of its paths."""
     func = call.func if isinstance(call, cst.Call) else None
-    if receiver is None or receiver.ident is None or not isinstance(func, cst.Attribute):
+    # (a very large state is not scanned at every call: the heap's view is the fallback, so that the
+    # cost of a call stays bounded whatever the size of the function making it)
+    if receiver is None or receiver.ident is None or not isinstance(func, cst.Attribute) \
+            or len(env.values) > _MAX_VIEW_SCAN:
         return {}
     owner = dotted_name(func.value)
     if owner is None or env.get(owner) is None or env.get(owner).ident != receiver.ident:

@@ -33,6 +33,9 @@ class EditBuilder:
         self._text: Optional[str] = None
         self._line_starts: Optional[List[int]] = None
         self._main_guards: Optional[List[Optional[CodeRange]]] = None
+        #: per scope (function or module), the names changed in place there and the lines they are
+        #: changed on (see `recipes.mutated_in_place`), found once per scope
+        self._in_place: Dict[int, Dict[str, List[int]]] = {}
 
     @property
     def text(self) -> str:
@@ -167,6 +170,13 @@ class EditBuilder:
             if isinstance(ancestor, cst.BaseCompoundStatement):
                 return None
         return None
+
+    def in_place_changes(self, scope: cst.CSTNode, finder) -> Dict[str, List[int]]:
+        """`finder(scope)` (name -> lines), computed once per scope."""
+        found = self._in_place.get(id(scope))
+        if found is None:
+            found = self._in_place[id(scope)] = finder(scope)
+        return found
 
     def function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
         return next((a for a in reversed(self.path(node)[:-1]) if isinstance(a, cst.FunctionDef)), None)

@@ -2,7 +2,7 @@
 a statement moved within its block, a keyword added to a call."""
 from __future__ import annotations
 
-from typing import List, Optional, Protocol, Tuple
+from typing import Dict, List, Optional, Protocol, Tuple
 
 import libcst as cst
 
@@ -115,31 +115,33 @@ def mutated_in_place(context: FixContext, at: cst.CSTNode, name: str) -> bool:
     path = context.edits.path(at)
     scope = next((a for a in reversed(path[:-1]) if isinstance(a, cst.FunctionDef)), None) or context.edits.module
     loop = next((a for a in reversed(path[:-1]) if isinstance(a, (cst.For, cst.While))), None)
+    lines = context.edits.in_place_changes(scope, lambda node: _in_place_lines(context, node)).get(name, ())
     start = context.range_of(at).start.line
+    span = context.range_of(loop) if loop is not None else None
+    return any(line >= start or (span is not None and span.start.line <= line <= span.end.line) for line in lines)
+
+
+def _in_place_lines(context: FixContext, scope: cst.CSTNode) -> Dict[str, List[int]]:
+    """Name -> the lines of `scope` that change it in place."""
+    found: Dict[str, List[int]] = {}
     for node in walk(scope):
-        if not _changes_in_place(node, name):
-            continue
-        if context.range_of(node).start.line >= start or (loop is not None and _inside(context, node, loop)):
-            return True
-    return False
+        name = _changed_in_place(node)
+        if name is not None:
+            found.setdefault(name, []).append(context.range_of(node).start.line)
+    return found
 
 
-def _changes_in_place(node: cst.CSTNode, name: str) -> bool:
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _names(node.func.value, name):
+def _changed_in_place(node: cst.CSTNode) -> Optional[str]:
+    """The name a node changes in place (`x.sub_(...)`, `x += ...`, `x[i] = ...`), if any."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
         method = node.func.attr.value
-        return method.endswith("_") and not method.startswith("_")
-    if isinstance(node, cst.AugAssign):
-        return _names(node.target, name)
-    return isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Subscript) and _names(node.target.value, name)
-
-
-def _inside(context: FixContext, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
-    span, where = context.range_of(outer), context.range_of(node)
-    return span.start.line <= where.start.line <= span.end.line
-
-
-def _names(node: cst.CSTNode, name: str) -> bool:
-    return isinstance(node, cst.Name) and node.value == name
+        return node.func.value.value if method.endswith("_") and not method.startswith("_") else None
+    if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+        return node.target.value
+    if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Subscript) \
+            and isinstance(node.target.value, cst.Name):
+        return node.target.value.value
+    return None
 
 
 def has_keyword(call: cst.Call, keyword: str) -> bool:
