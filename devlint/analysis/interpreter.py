@@ -346,8 +346,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         where the test holds and the bare module where it fails."""
         for expr, holds in wrapper_tests(test):
             key = dotted_name(expr)
+            if key is None:  # (a call is not evaluated twice)
+                continue
             value = self.eval(expr, then_env)
-            if key is None or value.kind != MODULE or not value.alternatives:
+            if value.kind != MODULE or not value.alternatives:
                 continue
             wrapped = [side for side in value.alternatives if side.wrapped_at is not None]
             bare = [side for side in value.alternatives if side.wrapped_at is None]
