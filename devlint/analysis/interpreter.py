@@ -30,7 +30,9 @@ from .lattice import (
 )
 from .hot_path import is_interval_test
 from .project import PROJECT_SOURCE, absolute_import
-from .names import child_nodes, dotted_name, integer_value, last_identifier, string_value, sub_expressions
+from .names import (
+    child_nodes, dotted_name, integer_value, isinstance_types, last_identifier, string_value, sub_expressions,
+)
 from .rebound_fields import may_be_rebound
 from .value_queries import is_move_call
 
@@ -1136,10 +1138,8 @@ def wrapper_tests(test: cst.BaseExpression) -> List[Tuple[cst.BaseExpression, bo
     if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and len(test.args) == 2):
         return []
     subject, kinds = test.args[0].value, test.args[1].value
-    if test.func.value == "isinstance":
-        names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
-        if names and all(dotted_name(n) in api.PARALLEL_WRAPPER_TYPES for n in names):
-            return [(subject, True)]
+    if test.func.value == "isinstance" and all(t in api.PARALLEL_WRAPPER_TYPES for t in isinstance_types(kinds)):
+        return [(subject, True)]
     if test.func.value == "hasattr" and string_value(kinds) == api.WRAPPED_MODULE_ATTRIBUTE:
         return [(subject, True)]
     return []
@@ -1152,9 +1152,7 @@ def narrowed(test: cst.BaseExpression, types: frozenset) -> List[str]:
         return narrowed(test.left, types) + narrowed(test.right, types)
     if (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"
             and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
-        kinds = test.args[1].value
-        names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
-        if names and all(dotted_name(n) in types for n in names):
+        if all(t in types for t in isinstance_types(test.args[1].value)):
             return [test.args[0].value.value]
     return []
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Iterator, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -143,3 +143,11 @@ def sub_expressions(node: cst.CSTNode):
         else:
             stack.extend(child for child in child_nodes(current) if isinstance(child, cst.BaseExpression)
                          or isinstance(child, (cst.Arg, cst.Element, cst.FormattedStringExpression)))
+
+
+def isinstance_types(kinds: cst.BaseExpression) -> List[Optional[str]]:
+    """The dotted names of the types `isinstance(x, kinds)` tests (`T` or `(A, B)`), None for any
+    that is no plain name; `[None]` for an empty tuple, which proves nothing."""
+    elements = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    return [dotted_name(element) for element in elements] or [None]
+

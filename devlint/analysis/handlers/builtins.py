@@ -4,13 +4,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-import libcst as cst
-
 from .. import torch_api as api
 from ..lattice import (
     BATCH, HOST, LIST, MODULE, OBJECT, RANGE, REF, SOURCE_AVAILABILITY, TENSOR, TUPLE, UNKNOWN_VALUE, Source, Value,
     container_of, keyed_dict, surely_not_none)
-from ..names import dotted_name, string_value
+from ..names import isinstance_types, string_value
 from .registry import ApiCall, Registry
 
 BUILTINS = Registry("builtins")
@@ -57,11 +55,9 @@ def getattr_(call: ApiCall) -> Optional[Value]:
 def isinstance_(call: ApiCall) -> Value:
     """`isinstance(lengths, torch.Tensor)` on a value seen made as a tensor is decided: a branch that
     converts non-tensors does not run for it."""
-    if len(call.args) == 2 and call.first.kind == TENSOR and surely_not_none(call.first):
-        kinds = call.args[1].node.value
-        names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
-        if names and all(dotted_name(name) in api.TENSOR_TYPES for name in names):
-            return Value(kind=HOST, literal=(True,))
+    if (len(call.args) == 2 and call.first.kind == TENSOR and surely_not_none(call.first)
+            and all(t in api.TENSOR_TYPES for t in isinstance_types(call.args[1].node.value))):
+        return Value(kind=HOST, literal=(True,))
     return Value(kind=HOST)
 
 

@@ -94,9 +94,7 @@ def set_default_tensor_type(call: ApiCall) -> Value:
     first = call.first
     device = (api.tensor_type_device(first.cls) or UNKNOWN) if first.kind == REF else UNKNOWN
     if first.kind == REF and device.kind == CUDA and call.args:
-        named = first.device  # (the type, named: an accelerator request with no fallback, or under a guard)
-        device = named if named.kind == UNGUARDED else call.ev.accelerator_literal(device, call.env, call.node)
-        call.ev.note_placement(device, None, call.node, call.env)
+        device = _cuda_type_request(call, device, first)
     call.env.default_device = device
     return Value(kind=HOST)
 
@@ -223,6 +221,17 @@ def _scalar_data(args: Sequence[Arg]) -> Optional[bool]:
     return False
 
 
+def _cuda_type_request(call: ApiCall, device: Device, named: Value) -> Device:
+    """A legacy CUDA tensor type used here (`torch.cuda.HalfTensor`) asks for CUDA as `"cuda"` does:
+    where it was named with no fallback, that request; else one at this call, under its guard."""
+    if named.device.kind != UNGUARDED:
+        device = call.ev.accelerator_literal(device, call.env, call.node)
+    else:
+        device = named.device
+    call.ev.note_placement(device, None, call.node, call.env)
+    return device
+
+
 @FUNCTIONS.when(lambda name: api.tensor_type_device(name) is not None)
 def legacy_tensor_type(call: ApiCall) -> Value:
     """`torch.FloatTensor(n)` on the CPU, `torch.cuda.FloatTensor(n)` on the GPU."""
@@ -230,9 +239,7 @@ def legacy_tensor_type(call: ApiCall) -> Value:
         return _placeholder(call.node)
     device = api.tensor_type_device(call.name)
     if device is not None and device.kind == CUDA:  # `torch.cuda.FloatTensor(n)` needs CUDA as `"cuda"` does
-        named = call.callee.device
-        device = named if named.kind == UNGUARDED else call.ev.accelerator_literal(device, call.env, call.node)
-        call.ev.note_placement(device, None, call.node, call.env)
+        device = _cuda_type_request(call, device, call.callee)
     return Value(kind=TENSOR, device=device, origin=call.node, scalar=False, source=call.ev.factory_source)
 
 
