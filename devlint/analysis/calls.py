@@ -252,11 +252,15 @@ class CallEvaluator:
                 if target is not None and target.known and target.kind != SYMBOLIC:
                     self.note_placement(target, arg.value if arg.value.kind == DEVICE else None, node, env)
                     return target
-            index = integer_value(positional[0].node.value) if positional else env.current_gpu
-            # `.cuda(args.gpu)`: an index computed at run time, one GPU per process; a bare `.cuda()`
-            # lands on the current GPU (the one `torch.cuda.set_device(1)` chose)
-            key = PER_RANK if positional and index is None else ""
-            target = self.accelerator_literal(Device(CUDA, index, key), env, node)
+            if positional:
+                # `.cuda(args.gpu)`: an index computed at run time, one GPU per process
+                index = integer_value(positional[0].node.value)
+                gpu = Device(CUDA, index, PER_RANK if index is None else "")
+            else:
+                # a bare `.cuda()` lands on the current GPU: GPU 0 in a process that has not
+                # chosen one, the one `torch.cuda.set_device(local_rank)` chose afterwards
+                gpu = env.current_gpu.device if env.current_gpu is not None else Device(CUDA)
+            target = self.accelerator_literal(gpu, env, node)
             self.note_placement(target, None, node, env, bare_cuda=True)
             return target
         for arg in positional:  # `.to(device)`, `.to(other)`, `.to(device, dtype)`, `.to(dtype)`
@@ -284,6 +288,7 @@ class CallEvaluator:
         project = self.program.place.call(qualname, node, args, env, self.call_heat, self.recording, self.loop_key)
         if project is not None:
             self.escape(args, env)
+            forget_assumed_gpu(qualname, env)
             if project.kind == MODULE and project.device.is_cpu and any(_gives_a_module(a) for a in args):
                 # a module another file builds from the one it is given (`get_path_model(model=m)`) is
                 # made from that module's tensors, wherever they are: its summary cannot say where
@@ -299,6 +304,7 @@ class CallEvaluator:
             return answer
         if not qualname.startswith("torch."):
             self.escape(args, env)
+            forget_assumed_gpu(qualname, env)
         # told the device, or given a module to wrap (`TensorDictModule(net, ...)`): where what it
         # makes lives is that code's business
         if any(a.keyword in ("device", "map_location") or a.value.kind == MODULE for a in args):
@@ -824,3 +830,11 @@ def _gives_a_module(arg: Arg) -> bool:
         return True
     name = arg.keyword or last_identifier(arg.node.value)
     return arg.value.kind == ANY and not arg.value.device.known and bool(_MODEL_NAME.search(name))
+
+
+def forget_assumed_gpu(qualname: str, env) -> None:
+    """Code this analysis cannot see ran (`Accelerator()`, `deepspeed.initialize(...)`): it may have
+    chosen the current GPU, so "still GPU 0, as when the process started" no longer holds. The
+    standard library and the builtins choose none."""
+    if env.current_gpu is not None and env.current_gpu.assumed and not api.is_standard_library(qualname):
+        env.current_gpu = None

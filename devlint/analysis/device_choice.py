@@ -43,7 +43,9 @@ class DeviceChoiceTracker:
             return
         evidence = self.program.facts.distributed
         root = device.root or (device_value.origin if device_value is not None and device_value.origin is not None else use)
-        if (device.kind in (CUDA, UNGUARDED, SELECTED) and device.index is None and device.key != PER_RANK
+        # (a bare `.cuda()` where no GPU was chosen is GPU 0, in every process)
+        unchosen = device.index is None or (bare_cuda and env.current_gpu is not None and env.current_gpu.assumed)
+        if (device.kind in (CUDA, UNGUARDED, SELECTED) and unchosen and device.key != PER_RANK
                 and not _per_rank(use, root)):
             evidence.shared_placements.append(root)
         imported = device_value is not None and device_value.source == PROJECT_SOURCE

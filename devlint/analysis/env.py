@@ -5,7 +5,7 @@ from typing import Dict, Iterable, Optional
 
 from dataclasses import replace
 
-from .lattice import CPU, LIST, OPTIMIZER, TUPLE, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_values
+from .lattice import CPU, LIST, OPTIMIZER, TUPLE, UNKNOWN, UNKNOWN_VALUE, CurrentGpu, Device, Value, join_values
 
 
 class Env:
@@ -17,14 +17,13 @@ class Env:
     __slots__ = ("values", "default_device", "dead", "guarded", "path", "current_gpu")
 
     def __init__(self, values: Optional[Dict[str, Value]] = None, default_device: Device = CPU,
-                 dead: bool = False, guarded: bool = False, path: str = "", current_gpu: Optional[int] = None) -> None:
+                 dead: bool = False, guarded: bool = False, path: str = "", current_gpu: Optional[CurrentGpu] = None) -> None:
         self.values: Dict[str, Value] = dict(values) if values else {}
         self.default_device = default_device
         self.dead = dead
         self.guarded = guarded  # an accelerator-availability check has been seen on this path
         self.path = path        # ACCELERATOR_PATH / HOST_PATH inside the branches of an availability test
-        #: the GPU `torch.cuda.set_device(N)` made current (a bare `.cuda()` lands there); None: GPU 0,
-        #: or not known
+        #: the GPU a bare `.cuda()` lands on (`torch.cuda.set_device(N)`); None: not known
         self.current_gpu = current_gpu
 
     def copy(self) -> "Env":

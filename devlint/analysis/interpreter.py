@@ -25,8 +25,8 @@ from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, META,
     MODULE, MPS, OBJECT, OPAQUE_VALUE, OPTIMIZER, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
     SOURCE_CREATED, SOURCE_DEVICE_TYPE, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, SOURCE_STEP,
-    STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU, Value, conflicts, container_of, join_all, join_values,
-    key_of, keyed_dict, surely_not_none,
+    STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU, Value, conflicts, container_of, current_gpu_after, join_all,
+    join_values, key_of, keyed_dict, surely_not_none,
 )
 from .hot_path import is_interval_test
 from .project import PROJECT_SOURCE, absolute_import
@@ -507,7 +507,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 if callee.kind == REF and callee.cls in api.CURRENT_GPU_CONTEXTS:  # `with torch.cuda.device(1):`
                     first = item.item.args[0]
                     gpu = self.device_argument(first.value, self.eval(first.value, env), env)
-                    env.current_gpu = gpu.index if gpu is not None and gpu.key != PER_RANK else None
+                    env.current_gpu = current_gpu_after(gpu)
             if isinstance(item.item, cst.Call) and last_identifier(item.item.func) in _EXPECTS_FAILURE:
                 expects_failure = True
             entered = UNKNOWN_VALUE

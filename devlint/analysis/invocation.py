@@ -19,7 +19,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from .lattice import BATCH, LIST, TENSOR, TUPLE, UNKNOWN_VALUE, Value, container_of, join_values
+from .lattice import BATCH, LIST, TENSOR, TUPLE, UNKNOWN_VALUE, CurrentGpu, Value, container_of, join_values
 
 #: Contexts one function may be interpreted in before calls use its generic summary.
 MAX_CONTEXTS = 8
@@ -44,7 +44,7 @@ class Invocation:
     encloses: bool = False
     #: the callee made another GPU current (`torch.cuda.set_device(1)` in a config's `__post_init__`)
     sets_gpu: bool = False
-    current_gpu: Optional[int] = None
+    current_gpu: Optional[CurrentGpu] = None
 
 
 @dataclass
@@ -63,7 +63,7 @@ class CallSite:
     from_module_level: bool = False  # the caller is the module's own code (an entry point)
     cpu_path: bool = False  # the caller's code (or one of its callers) can run without CUDA
     building: bool = False  # a method of the module under construction, called from its `__init__`
-    current_gpu: Optional[int] = None  # the caller's current GPU (`torch.cuda.set_device`)
+    current_gpu: Optional[CurrentGpu] = None  # the caller's current GPU (`torch.cuda.set_device`)
     #: `f(**batch)` of a dict whose keys are unknown but whose values are all alike (`{k: v.to(dev)
     #: for k, v in batch.items()}`): that value, for each parameter the dict may fill
     spread: Optional[Value] = None

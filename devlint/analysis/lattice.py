@@ -96,6 +96,32 @@ UNKNOWN = Device(UNKNOWN_KIND)
 CPU = Device(CPU_KIND)
 
 
+@dataclass(frozen=True)
+class CurrentGpu:
+    """The GPU a bare `.cuda()` (or `torch.cuda.current_device()`) means at one program point."""
+
+    device: Device
+    #: nobody has chosen one since the process started, so it is GPU 0, as long as no code this
+    #: analysis cannot see (an `Accelerator()`, `deepspeed.initialize`) has run since
+    assumed: bool = False
+
+
+#: a process starts on GPU 0
+PROCESS_START_GPU = CurrentGpu(Device(CUDA, 0), assumed=True)
+
+
+def current_gpu_after(chosen: Optional[Device]) -> Optional[CurrentGpu]:
+    """`torch.cuda.set_device(chosen)` / `with torch.cuda.device(chosen):`: a fixed GPU, each process's
+    own one (`set_device(local_rank)`), or, for anything else, not known."""
+    if chosen is None or not chosen.known:
+        return None
+    if chosen.key == PER_RANK:
+        return CurrentGpu(Device(CUDA, None, PER_RANK))
+    if chosen.index is not None:
+        return CurrentGpu(Device(CUDA, chosen.index))
+    return None
+
+
 def symbolic(key: str) -> Device:
     return Device(SYMBOLIC, key=key)
 

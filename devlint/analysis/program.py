@@ -33,7 +33,7 @@ from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
 from .invocation import site_from
 from .lattice import (
-    ANY, BATCH, CLASS, DEVICE, DISTRIBUTION, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, REF,
+    ANY, BATCH, CLASS, DEVICE, DISTRIBUTION, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, PROCESS_START_GPU, REF,
     SOURCE_AVAILABILITY, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device,
     Value, join_all, join_paths, keyed_dict, symbolic,
 )
@@ -73,7 +73,7 @@ class Program:
         self.module_skipped_without_accelerator = (self.asks_availability and _skipped_without_accelerator(module)
                                                    or _imports_gpu_only_package(module))
         self.facts.requirements.runs_without_cuda = self._text_offers_cpu_path
-        self.module_env = Env()
+        self.module_env = Env(current_gpu=PROCESS_START_GPU)  # the file's own code runs as a process starts
         self.functions: Dict[int, FunctionInfo] = {}
         #: names of the file's functions that only answer an interval test
         #: (`def is_gradient_accumulation_boundary(self): return (self.step + 1) % self.n == 0`),

@@ -7,6 +7,7 @@ method names; no other module hard-codes API names.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Optional
 
 from .lattice import CPU, CUDA, META, MPS, XPU, Device
@@ -410,6 +411,16 @@ def is_settings_attribute(key: str) -> bool:
 
 def is_device_name(identifier: str) -> bool:
     return bool(_DEVICE_NAME.search(identifier))
+
+
+#: packages besides the standard library whose calls never choose a GPU
+HOST_ONLY_PACKAGES = frozenset({"numpy", "builtins"})
+
+
+def is_standard_library(qualname: str) -> bool:
+    """`argparse.ArgumentParser`, `os.environ.get`, `print`: code that chooses no GPU."""
+    root = qualname.split(".", 1)[0]
+    return "." not in qualname or root in sys.stdlib_module_names or root in HOST_ONLY_PACKAGES
 
 
 def is_dtype_name(identifier: str) -> bool:

@@ -22,7 +22,7 @@ from ..lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, DISTRIBUTION, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, REF,
     SELECTED, SOURCE_AVAILABILITY, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_LOAD, SOURCE_LOADER,
     RANGE, SOURCE_MIXED, SYMBOLIC, TENSOR, TOKENIZER, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all,
-    keyed_dict, literal_of,
+    current_gpu_after, keyed_dict, literal_of,
 )
 from ..names import dotted_name, integer_value, string_value
 from ..value_queries import host_data, is_move_call, replaced_part
@@ -106,7 +106,7 @@ def cuda_only(call: ApiCall) -> Value:
     if call.name in api.SET_DEVICE:
         ev.program.facts.distributed.set_device = True
         index = ev.device_argument(call.args[0].node.value, call.first, env) if call.args else None
-        env.current_gpu = index.index if index is not None and index.key != PER_RANK else None
+        env.current_gpu = current_gpu_after(index)
     if not env.guarded:
         ev.record_misuse(call.node, UNGUARDED_CUDA_API, call.name)
         ev.unguarded_cuda_calls.append(call.node)
