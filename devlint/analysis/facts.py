@@ -116,6 +116,18 @@ class WrapperAttribute:
 
 
 @dataclass(frozen=True)
+class StateDictPrefixMismatch:
+    """`load_state_dict` of a state dict whose keys carry DataParallel/DDP's `module.` prefix into a
+    bare module, or of a bare module's state dict into a wrapper: missing and unexpected keys."""
+    node: cst.CSTNode       # the load_state_dict call
+    model: Operand          # the module loading it
+    state: Operand          # the state dict
+    wrapped_at: cst.CSTNode  # the wrap that adds the prefix (of the saved model or of the loading one)
+    #: the state dict carries the prefix (True) or the loading model expects it (False)
+    prefixed_state: bool
+
+
+@dataclass(frozen=True)
 class MoveBeforeWrap:
     node: cst.CSTNode       # the DataParallel(...) call
     move: cst.CSTNode       # the earlier `.cuda()`/`.to()`
@@ -233,6 +245,7 @@ class FileFacts:
     visible_devices_late: List[VisibleDevicesTooLate] = field(default_factory=list)
     moves_before_wrap: List[MoveBeforeWrap] = field(default_factory=list)
     wrapper_attributes: List[WrapperAttribute] = field(default_factory=list)
+    state_dict_prefixes: List[StateDictPrefixMismatch] = field(default_factory=list)
     distributed: DistributedEvidence = field(default_factory=DistributedEvidence)
     requirements: Requirements = field(default_factory=Requirements)
     unguarded: List[UnguardedAccelerator] = field(default_factory=list)
@@ -255,7 +268,7 @@ _FACT_LISTS = tuple(name for name in FileFacts.__dataclass_fields__
 #: facts that hold for a value a caller passed in or the heat of the caller's loop: their messages
 #: name the call they depend on
 CALLER_DEPENDENT = ("mismatches", "host_conversions", "parallel_on_cpu", "device_ids_mismatches", "wrapper_attributes",
-                    "host_syncs", "waste")
+                    "state_dict_prefixes", "host_syncs", "waste")
 
 
 def fact_counts(facts: FileFacts) -> Dict[str, int]:

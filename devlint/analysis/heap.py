@@ -17,7 +17,7 @@ from .lattice import MODULE, OPTIMIZER, TENSOR, Value, conflicts, join_values
 
 class Heap:
     __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on", "_classes", "clock", "_renewed_at",
-                 "relocations", "made_in")
+                 "relocations", "made_in", "saved_files", "wrapped")
 
     def __init__(self) -> None:
         self._fields: Dict[int, Dict[str, Value]] = {}
@@ -27,6 +27,12 @@ class Heap:
         #: optimizer (by the node that built it) -> where CPU state was created or loaded into it,
         #: through whichever alias (`self.opt.load_state_dict(...)` in a helper object)
         self.optimizer_state: Dict[int, object] = {}
+        #: what `torch.save` wrote, by the file it named (a literal path or the expression naming
+        #: it, `args.checkpoint`): a later `torch.load` of that file gives back its structure
+        self.saved_files: Dict[str, Value] = {}
+        #: modules (allocation sites) some DataParallel/DDP wrapper has held: a name for the module
+        #: may be the wrapper on some path the values no longer tell apart
+        self.wrapped: Set[int] = set()
         #: allocation site -> how many objects it has made so far; optimizer (by the node that built
         #: it) -> the generation of the module it was built on. A site run again (a second
         #: `Trainer(...)`) makes a new object: the first one's optimizer is not the new one's.

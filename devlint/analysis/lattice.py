@@ -268,6 +268,8 @@ RANGE = "range"
 #: The `cls` of a `torch.distributions` object: it holds tensors where its parameters are, but has
 #: no `.to()` and cannot be registered on a module.
 DISTRIBUTION = "torch.distributions.Distribution"
+#: The `cls` of what a module's `state_dict()` gives (and a checkpoint file holding it gives back).
+STATE_DICT = "state_dict"
 
 
 @dataclass(frozen=True)
@@ -318,9 +320,15 @@ class Value:
     #: functions of the project made by `functools.partial(f, a, k=v)`: the arguments bound ahead,
     #: as (argument node, value) pairs, which a call passes before its own
     bound: Tuple[Tuple[cst.Arg, "Value"], ...] = ()
+    #: state dicts: the DataParallel/DDP wrap whose `module.` prefix the keys carry, on every machine
+    #: or on those that take the wrapping path; None: the keys are the module's own
+    prefixed_by: Optional[cst.CSTNode] = None
 
     def with_device(self, device: Device, origin: Optional[cst.CSTNode] = None, **changes) -> "Value":
-        changes.setdefault("alternatives", ())
+        if "alternatives" not in changes:
+            # both sides of a split move alike (a model wrapped on one side only is still that
+            # wrapper, or that bare module, where it went)
+            changes["alternatives"] = tuple(side.with_device(device, origin) for side in self.alternatives)
         changes.setdefault("stray", None)
         changes.setdefault("stored", None)
         changes.setdefault("keyed", ())
@@ -413,6 +421,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         stray=a.stray if a.stray == b.stray else None,  # left behind on one path only: unknown
         nullable=a.nullable or b.nullable,
         keyed=_joined_keys(a, b),
+        prefixed_by=a.prefixed_by or b.prefixed_by,  # prefixed on some path: on those machines
     )
 
 

@@ -290,6 +290,9 @@ TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data
 LOADER_WORKER_KEYWORDS = frozenset({"num_workers"})
 TORCH_LOAD = frozenset({"torch.load"})
 TORCH_SAVE = frozenset({"torch.save"})
+#: standard-library calls that build a file path: a save and a load of the path one of them built
+#: name the same file
+PATH_BUILDERS = frozenset({"os.path.join", "os.path.abspath", "os.path.expanduser", "pathlib.Path"})
 #: Keywords of a call that returns a Hugging Face `BatchEncoding` (tokenizers, processors, feature
 #: extractors asked for tensors): its `.to()` moves its tensors in place and returns itself.
 BATCH_ENCODING_KEYWORDS = frozenset({"return_tensors"})

@@ -475,7 +475,83 @@ print(bare.num_classes, model.training)
                     f"from `.module`"))
 
 
+class StateDictPrefixes(Rule):
+    code = "DEV209"
+    name = "state-dict-prefix-mismatch"
+    severity = ERROR
+    summary = "A state dict saved through a DataParallel/DDP wrapper is loaded into the bare model, or the other way round."
+    why = """
+A DataParallel or DistributedDataParallel wrapper holds the model as its `module`
+attribute, so the wrapper's `state_dict()` names every tensor `module.<name>`.
+Loading that dict into the bare model (an evaluation script, a fresh `Net()`), or
+loading the bare model's dict into a wrapper, fails with "Missing key(s) in
+state_dict ... Unexpected key(s) ... module.fc.weight". A model wrapped only where
+there are several GPUs saves different names on different machines, so the
+checkpoint a single-GPU test wrote loads fine and the cluster's does not.
+
+Save the bare model's state (`model.module.state_dict()`, or the model kept before
+wrapping) and load into the bare model; `strict=False` is no fix, it silently skips
+every tensor.
+"""
+    example = """
+model = nn.DataParallel(Net()).cuda()
+torch.save(model.state_dict(), "net.pt")
+net = Net()
+net.load_state_dict(torch.load("net.pt"))   # keys start with `module.`
+"""
+    use_instead = """
+model = nn.DataParallel(Net()).cuda()
+torch.save(model.module.state_dict(), "net.pt")
+net = Net()
+net.load_state_dict(torch.load("net.pt", map_location="cpu"))
+"""
+    invalid = ("""
+import torch
+from torch import nn
+model = nn.DataParallel(nn.Linear(4, 2))
+torch.save(model.state_dict(), "net.pt")
+net = nn.Linear(4, 2)
+net.load_state_dict(torch.load("net.pt", map_location="cpu"))  # expect: DEV209
+""", """
+import torch
+from torch import nn
+net = nn.Linear(4, 2)
+state = net.state_dict()
+model = nn.DataParallel(nn.Linear(4, 2))
+model.load_state_dict(state)  # expect: DEV209
+""")
+    valid = ("""
+import torch
+from torch import nn
+model = nn.DataParallel(nn.Linear(4, 2))
+torch.save(model.module.state_dict(), "net.pt")
+net = nn.Linear(4, 2)
+net.load_state_dict(torch.load("net.pt", map_location="cpu"))
+""", """
+import torch
+from torch import nn
+def restore(model, path):
+    model.load_state_dict(torch.load(path, map_location="cpu"))
+""")
+
+    def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
+        for fact in facts.state_dict_prefixes:
+            model, state = context.operand(fact.model), context.operand(fact.state)
+            wrap = context.line_of(fact.wrapped_at)
+            if fact.prefixed_state:
+                yield Finding(fact.node, (
+                    f"{state} was taken from a DataParallel/DDP wrapper (wrapped on line {wrap}): its keys start "
+                    f"with `module.`, and strict loading into the bare {model} fails with missing and unexpected "
+                    f"keys; save the wrapped model's `.module.state_dict()`"))
+            else:
+                yield Finding(fact.node, (
+                    f"{model} is a DataParallel/DDP wrapper (wrapped on line {wrap}) whose keys start with "
+                    f"`module.`, but {state} holds the bare model's keys: strict loading fails with missing and "
+                    f"unexpected keys; load into `.module`"))
+
+
 PARALLEL_RULES = (
     DataParallelOnCpu, DeviceIdsMismatch, OptimizerBeforeMove, OptimizerStateBeforeMove,
     DistributedRanksShareGpu, VisibleDevicesAfterInit, MoveBeforeDataParallel, WrapperAttribute,
+    StateDictPrefixes,
 )

@@ -6,6 +6,7 @@ from typing import Optional
 from .. import torch_api as api
 from ..lattice import HOST, LIST, MODULE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, Value
 from ..names import dotted_name
+from ..state_dicts import note_prefix_mismatch, state_dict_of
 from .registry import ApiCall, Registry
 
 MODULE_METHODS = Registry("module methods")
@@ -71,3 +72,21 @@ def register_buffer(call: ApiCall) -> Optional[Value]:
         return None
     call.ev.program.note_buffer(call.ev, call.args[0].node.value, call.args[1].value, call.env)
     return Value(kind=HOST)
+
+
+@MODULE_METHODS.on("state_dict")
+def state_dict(call: ApiCall) -> Optional[Value]:
+    """`model.state_dict()`: the module's tensors by name, where the module is; a wrapper's names
+    start with `module.`."""
+    if call.ev.program.defines(call.receiver.cls, "state_dict"):
+        return None
+    return state_dict_of(call.receiver, call.node, call.ev.program.contexts.heap)
+
+
+@MODULE_METHODS.on("load_state_dict")
+def load_state_dict(call: ApiCall) -> Optional[Value]:
+    """`model.load_state_dict(sd)`: strict loading fails when one side's names carry DataParallel/DDP's
+    `module.` prefix and the other's do not."""
+    if not call.ev.program.defines(call.receiver.cls, "load_state_dict") and call.args:
+        note_prefix_mismatch(call)
+    return None

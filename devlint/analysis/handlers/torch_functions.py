@@ -15,6 +15,7 @@ import libcst as cst
 from .. import torch_api as api
 from ..call_args import Arg
 from ..device_choice import PER_RANK
+from ..state_dicts import PATH, checkpoint_key, reloaded
 from ..facts import (
     LOAD_WITHOUT_MAP_LOCATION, UNGUARDED_CUDA_API, DeviceIdsMismatch, MoveBeforeWrap, Operand, ParallelOnCpu,
 )
@@ -310,7 +311,27 @@ def torch_load(call: ApiCall) -> Value:
                 ev.program.facts.requirements.device_state_loads.add(id(node))
     else:
         device = ev.device_argument(location.node.value, location.value, env) or UNKNOWN
-    return Value(kind=BATCH, device=device, origin=node, source=SOURCE_LOAD)
+    loaded = Value(kind=BATCH, device=device, origin=node, source=SOURCE_LOAD)
+    saved = ev.program.contexts.heap.saved_files.get(checkpoint_key(args[0], source)) if args else None
+    return reloaded(saved, loaded) if saved is not None else loaded
+
+
+@FUNCTIONS.on(api.PATH_BUILDERS)
+def path_builder(call: ApiCall) -> Value:
+    """`os.path.join(out_dir, "best.pt")`: a path, known by where it was built."""
+    return Value(kind=HOST, origin=call.node, cls=PATH)
+
+
+@FUNCTIONS.on(api.TORCH_SAVE)
+def torch_save(call: ApiCall) -> Value:
+    """`torch.save(obj, f)`: the file holds obj's structure (state dicts and whose keys they carry)."""
+    positional = [a for a in call.args if a.keyword is None]
+    target = call.keyword("f") or (positional[1] if len(positional) > 1 else None)
+    if positional and target is not None:
+        key = checkpoint_key(target, call.ev.program.module.code_for_node(target.node.value))
+        if key:
+            call.ev.program.contexts.heap.saved_files[key] = positional[0].value
+    return Value(kind=HOST)
 
 
 @FUNCTIONS.when(api.is_distribution)
@@ -464,6 +485,8 @@ def wrap_parallel(call: ApiCall) -> Value:
         # module sits on one constant GPU: right only when the list happens to start there
         facts.device_ids_mismatches.append(DeviceIdsMismatch(
             node, module, None, unread_ids=ev.program.module.code_for_node(ids.node.value)))
+    if inner.ident is not None:
+        ev.program.contexts.heap.wrapped.add(inner.ident)
     return Value(kind=MODULE, device=inner.device, origin=inner.origin or node, ident=inner.ident,
                  cls=inner.cls, stateful=True, scatters=wrapper, stray=inner.stray if wrapper == "DataParallel" else None,
                  wrapped_at=node)
