@@ -103,20 +103,22 @@ def join_envs(a: Env, b: Env, availability_split: bool = False, accelerated: Opt
         return b.copy()
     if b.dead:
         return a.copy()
+    # A field set on one path only is, on the other, whatever the object held, which this state
+    # does not say. A name bound on one path only (in a loop's body, in one branch) is what that
+    # path bound: a use after the join that does not raise NameError sees it.
+    ours, theirs = a.values, b.values
     joined: Dict[str, Value] = {}
-    for key in a.values.keys() | b.values.keys():
-        left, right = a.values.get(key), b.values.get(key)
-        if left is None or right is None:
-            if "." in key:
-                # A field set on one path only: on the other it is whatever the object held, which
-                # this state does not say.
-                joined[key] = UNKNOWN_VALUE
-            else:
-                # A name bound on one path only (in a loop's body, in one branch): a use after the
-                # join that does not raise NameError sees the value that path bound.
-                joined[key] = left if right is None else right
+    for key, left in ours.items():
+        right = theirs.get(key)
+        if right is left:  # (most names: the same value on both paths, as the branch copied them)
+            joined[key] = left
+        elif right is None:
+            joined[key] = UNKNOWN_VALUE if "." in key else left
         else:
             joined[key] = join_values(left, right, availability_split, accelerated)
+    for key, right in theirs.items():
+        if key not in ours:
+            joined[key] = UNKNOWN_VALUE if "." in key else right
     default = a.default_device if a.default_device == b.default_device else UNKNOWN
     # (`if use_cuda: torch.cuda.set_device(1)`: on a machine with the GPUs, that side ran)
     gpu = a.current_gpu if a.current_gpu == b.current_gpu else (

@@ -358,7 +358,7 @@ BOTH_SIDES = 2                     # `accelerated` for such a split: either side
 
 def join_values(a: Value, b: Value, availability_split: bool = False, accelerated: Optional[int] = None) -> Value:
     """`accelerated` says which side (0: `a`, 1: `b`) is the accelerator's path of the split."""
-    if a == b:
+    if a is b or a == b:  # (most names are bound to the very same value on both paths)
         return a
     # `self.running = None`, set to a tensor later: where it is used, it is that tensor (None would
     # fail whatever the device)
