@@ -352,3 +352,26 @@ def test_no_move_fix_for_a_tensor_the_code_updates_in_place():
     found = [d for d in check_text(_EMA_SHADOW, "ema.py", frozenset({"DEV102"}))]
     assert [(d.code, d.line) for d in found] == [("DEV102", 12)]
     assert found[0].fix is None
+
+
+_EMA_FROM_STATE_DICT = """\
+import torch
+from torch import nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+net = nn.Linear(3, 3)
+shadow = {k: v.detach().clone() for k, v in net.state_dict().items()}
+net.to(device)
+for k, v in net.state_dict().items():
+    shadow[k].mul_(0.99).add_(v, alpha=0.01)
+total = torch.zeros(3)
+total += net(torch.randn(2, 3, device=device)).sum(0)
+"""
+
+
+def test_no_move_fix_for_the_receiver_of_an_in_place_update():
+    # `shadow[k].mul_(d).to(v.device).add_(v)` would add into a copy, and `total = total.to(...)`
+    # before `+=` would leave the CPU tensor the code keeps unchanged: both are reported, unfixed.
+    found = check_text(_EMA_FROM_STATE_DICT, "ema.py", frozenset({"DEV102"}))
+    assert [(d.code, d.line) for d in found] == [("DEV102", 9), ("DEV102", 11)]
+    assert [d.fix for d in found] == [None, None]

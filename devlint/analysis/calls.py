@@ -725,7 +725,7 @@ class CallEvaluator:
 
     def batch_method(self, receiver, receiver_node, name, node, args, env, discarded) -> Optional[Value]:
         element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
-                        stored=receiver.stored, scalar=False if receiver.source else None,
+                        stored=receiver.stored, scalar=False if receiver.source or receiver.scalar is False else None,
                         parameter=receiver.parameter, owner=receiver.owner)
         if name in api.MOVE_METHODS:
             target = self.move_target(name, node, args, env)

@@ -23,11 +23,12 @@ from .names import dotted_name
 PATH = "path"
 
 
-def state_dict_of(module: Value, node: cst.Call, heap: Heap) -> Value:
-    """What `module.state_dict()` gives: prefixed when the module is a wrapper on some path, the
-    module's own names when it is surely bare, and unknown names when the module may be a wrapper
-    whose trace a join lost."""
-    plain = Value(kind=BATCH, device=module.device, origin=node)
+def state_dict_of(module: Value, node: cst.Call, heap: Heap, shaped: bool) -> Value:
+    """What `module.state_dict()` gives: its tensors, where it is (shaped: the weights of `torch.nn`
+    layers, when the file writes no 0-dim `Parameter` of its own), by names that are prefixed when
+    the module is a wrapper on some path, the module's own when it is surely bare, and unknown when
+    the module may be a wrapper whose trace a join lost."""
+    plain = Value(kind=BATCH, device=module.device, origin=node, scalar=False if shaped and module.cls else None)
     wrap = _wrap_of(module)
     if wrap is not None:
         return replace(plain, cls=STATE_DICT, prefixed_by=wrap)

@@ -217,6 +217,8 @@ def _move_offender_fix(mismatch: DeviceMismatch, context: RuleContext) -> Option
     device = _anchor_device(mismatch, context)
     if not movable or device is None or isinstance(offender.node, cst.StarredElement):
         return None
+    if _updated_in_place(mismatch.node, offender.node):
+        return None  # (`ema.mul_(d).add_(p)`: a moved copy would take the update meant for the tensor)
     statement = context.edits.statement(mismatch.node)
     if isinstance(offender.node, cst.Name) and mutated_in_place(context, mismatch.node, offender.node.value):
         return None  # a moved copy would take the in-place updates meant for the tensor itself
@@ -226,6 +228,15 @@ def _move_offender_fix(mismatch: DeviceMismatch, context: RuleContext) -> Option
             return Fix(SAFE, f"Move `{offender.node.value}` to `{device}` before this line", (line,))
     return Fix(SAFE, f"Move {context.operand(offender)} to `{device}` where it is used",
                tuple(move_to(context, offender.node, device)))
+
+
+def _updated_in_place(node: cst.CSTNode, operand: cst.CSTNode) -> bool:
+    """Is `operand` what the failing operation updates: the receiver of an in-place method
+    (`shadow.add_(p)`) or the target of an augmented assignment (`self.total += loss`)?"""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.value is operand:
+        name = node.func.attr.value
+        return name.endswith("_") and not name.endswith("__")
+    return isinstance(node, cst.AugAssign) and node.target is operand
 
 
 def _anchor_device(mismatch: DeviceMismatch, context: RuleContext) -> Optional[str]:

@@ -80,7 +80,8 @@ def state_dict(call: ApiCall) -> Optional[Value]:
     start with `module.`."""
     if call.ev.program.defines(call.receiver.cls, "state_dict"):
         return None
-    return state_dict_of(call.receiver, call.node, call.ev.program.contexts.heap)
+    program = call.ev.program
+    return state_dict_of(call.receiver, call.node, program.contexts.heap, program.parameters_shaped)
 
 
 @MODULE_METHODS.on("load_state_dict")
