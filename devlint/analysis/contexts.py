@@ -25,7 +25,8 @@ from .invocation import (
     MAX_CONTEXTS, MAX_DEPTH, CallSite, Invocation, abstract, bind_parameters, context_key, set_fields,
 )
 from .lattice import (
-    ANY, DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, TENSOR, UNGUARDED, UNKNOWN_VALUE, Value, join_all, join_paths,
+    ANY, DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, TENSOR, UNGUARDED, UNKNOWN_VALUE, Value, gpu_at_exit, join_all,
+    join_paths,
 )
 from .rebound_fields import as_seen_unseeded
 from .names import dotted_name, string_value
@@ -162,6 +163,8 @@ class ContextRunner:
         else:
             result = Value(kind=HOST)
         moved = tuple(interp.moves)
+        exits = interp.return_gpus + ([] if final.dead else [(final.current_gpu, final.path)])
+        gpu = gpu_at_exit(exits) if exits else final.current_gpu
         fields = []
         for name, value in before.items():
             if value.ident is None or value.kind not in (MODULE, OBJECT, ANY):
@@ -170,7 +173,7 @@ class ContextRunner:
             for field, new in set_fields(name, start, final.values).items():
                 fields.append((value.ident, field, new))
         return Invocation(result, moved, tuple(fields), interp.cuda_initialised, interp.stepped, interp.trained,
-                          interp.encloses, final.current_gpu != site.current_gpu, final.current_gpu)
+                          interp.encloses, gpu != site.current_gpu, gpu)
 
     def _apply(self, done: Invocation, caller: Interpreter, env: Env, call: cst.CSTNode, clock: int,
                constructor: bool = False) -> None:

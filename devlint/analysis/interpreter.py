@@ -22,7 +22,7 @@ from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse, Operand, WrapperAttribute
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
-    ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, META,
+    ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, CurrentGpu, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, META,
     MODULE, MPS, OBJECT, OPAQUE_VALUE, OPTIMIZER, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
     SOURCE_CREATED, SOURCE_DEVICE_TYPE, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, SOURCE_STEP,
     STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU, Value, conflicts, container_of, current_gpu_after, join_all,
@@ -84,6 +84,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.returns: List[Value] = []
         self.returns_guarded = False     # a return sits under an availability test: the results are a choice
         self.return_paths: List[str] = []  # the availability path of each return
+        #: the current GPU at each return, with its availability path: the call's effect on it
+        self.return_gpus: List[Tuple[Optional[CurrentGpu], str]] = []
         self.yields: List[Value] = []      # what a generator yields
         self.frames = []
         self.made_here = set()
@@ -215,6 +217,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             self.returns.append(self.eval(node.value, env) if node.value is not None else Value(kind=HOST))
             self.returns_guarded |= env.guarded
             self.return_paths.append(env.path)
+            self.return_gpus.append((env.current_gpu, env.path))
             env.dead = True
         elif isinstance(node, cst.Raise):
             if node.exc is not None:

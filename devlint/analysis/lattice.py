@@ -110,6 +110,14 @@ class CurrentGpu:
 PROCESS_START_GPU = CurrentGpu(Device(CUDA, 0), assumed=True)
 
 
+def gpu_at_exit(exits: Sequence[Tuple[Optional[CurrentGpu], str]]) -> Optional[CurrentGpu]:
+    """The current GPU after a call, from the one at each way out of it (each return, and the end
+    of the body when it is reached) with its availability path: the same at each, or where the GPU
+    is (`if torch.cuda.is_available(): torch.cuda.set_device(rank); return ...`); else unknown."""
+    gpus = [gpu for gpu, path in exits if path != HOST_PATH] or [gpu for gpu, _ in exits]
+    return gpus[0] if gpus and all(gpu == gpus[0] for gpu in gpus) else None
+
+
 def current_gpu_after(chosen: Optional[Device]) -> Optional[CurrentGpu]:
     """`torch.cuda.set_device(chosen)` / `with torch.cuda.device(chosen):`: a fixed GPU, each process's
     own one (`set_device(local_rank)`), or, for anything else, not known."""
