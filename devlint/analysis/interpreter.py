@@ -494,13 +494,14 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         return result
 
     def manages_context(self, value: Value, expr: cst.BaseExpression) -> bool:
-        return (value.kind == OBJECT and bool(value.cls) and isinstance(expr, cst.Call)
+        # (`with Timer():`, or an object made earlier: `with timers[0]:`, `with self.profile:`)
+        return (value.kind == OBJECT and bool(value.cls) and isinstance(expr, (cst.Call, cst.Name, cst.Attribute, cst.Subscript))
                 and self.program.defines(value.cls, "__enter__"))
 
     def exec_with(self, node: cst.With, env: Env) -> Env:
         saved_default, saved_gpu = env.default_device, env.current_gpu
         expects_failure = False
-        managers: List[Tuple[Value, cst.Call]] = []
+        managers: List[Tuple[Value, cst.BaseExpression]] = []
         for item in node.items:
             value = self.eval(item.item, env)
             if value.kind == DEVICE and isinstance(item.item, cst.Call):

@@ -123,6 +123,9 @@ class Program:
         methods = list({id(method.node): method for info in self.class_order for method in info.methods.values()}.values())
         for method in callers_first(methods, _node_of, _called_on_self, calls):
             self.analyse(method, silent=id(method.node) in reached)
+        if self._text_offers_cpu_path and not self.place.is_test_module:
+            for info in list(self.functions.values()) + methods:
+                self._note_keyword_defaults(info)
         self.facts.unregistered_state = [fact for fact in self.facts.unregistered_state if self._still_unregistered(fact)]
         if self.place.is_test_module:
             # a test steps a model a few times to check a result: how fast each step is is not its
@@ -253,6 +256,20 @@ class Program:
                 if isinstance(target, cst.Name) and api.is_device_name(target.value) and device is not None and device.kind == api.CUDA:
                     self.facts.misuses.append(ApiMisuse(value, ACCELERATOR_DEFAULT, "config default"))
 
+    def _note_keyword_defaults(self, info: FunctionInfo) -> None:
+        """`def one_hot(x, n, device="cuda")`, an API this file never calls, in a file that otherwise
+        runs without CUDA: every caller elsewhere that keeps the default needs a GPU. (The file's own
+        calls decide for themselves: one that keeps the default is a DEV301 at the default; a helper
+        every call gives a device asks for nothing.)"""
+        # (the text counts the `def` itself, or the class statement of an `__init__`)
+        name = info.owner.name if info.owner is not None and info.name == "__init__" else info.name
+        if self.accelerator_only(info) or self.uses_of(name) > 1:
+            return
+        for param in info.parameters():
+            device = api.parse_device_string(string_value(param.default) or "") if param.default is not None else None
+            if device is not None and device.kind == api.CUDA and api.is_device_name(param.name.value):
+                self.facts.misuses.append(ApiMisuse(param.default, ACCELERATOR_DEFAULT, "keyword default"))
+
     # --- classes ----------------------------------------------------------------
 
     def ensure_class(self, info: ClassInfo) -> ClassInfo:
@@ -287,6 +304,8 @@ class Program:
             elif (value.cls if value.kind == REF else dotted_name(base.value)) in api.MAPPING_BASES:
                 verdicts.append(False)
                 mappings += 1
+            elif value.kind == REF and "." in value.cls and api.is_standard_library(value.cls):
+                verdicts.append(False)  # (`contextlib.ContextDecorator`, `enum.Enum`: no module)
             else:
                 verdicts.append(None)
         inherited.update(self._class_constants(info, evaluator))
