@@ -41,7 +41,11 @@ _LOSS_NAME = re.compile(r"(^|_)(criterion|loss_fn|loss_func|loss_function|lossfn
 #: Containers written out at a call: a model or a loss takes them apart itself.
 _LITERAL_CONTAINERS = (cst.List, cst.Dict, cst.ListComp, cst.DictComp)
 _TOKENIZER_BATCH_METHODS = frozenset({"__call__", "encode_plus", "batch_encode_plus", "pad", "apply_chat_template", "prepare_seq2seq_batch"})
-_INPUT_KEYWORDS = frozenset({"input", "inputs", "x", "input_ids", "pixel_values", "inputs_embeds", "input_values", "input_features", "images", "image", "src", "tgt"})
+_INPUT_KEYWORDS = frozenset({"input", "inputs", "x", "input_ids", "pixel_values", "inputs_embeds", "input_values", "input_features", "images", "image", "src", "tgt",
+                             # masks are computed with the scores, on the model's device (`nn.MultiheadAttention`,
+                             # `nn.Transformer*`, Hugging Face models)
+                             "attn_mask", "key_padding_mask", "attention_mask", "src_mask", "tgt_mask", "memory_mask",
+                             "src_key_padding_mask", "tgt_key_padding_mask", "memory_key_padding_mask"})
 #: Recurrent state handed to a model beside its input: it must live on the model's device.
 _STATE_NAME = re.compile(r"^(hidden|hx|h0|c0|h|c|state|states|hidden_state|memory)$", re.IGNORECASE)
 _OPTIMIZER_NAME = re.compile(r"(^|_)(optim|optimizer|optimiser|opt)(_\w+)?$", re.IGNORECASE)
@@ -62,8 +66,9 @@ class CallEvaluator:
         if isinstance(func, cst.Attribute):
             key = dotted_name(func)
             bound = self.lookup(key, env) if key is not None else None
-            # (an object of this file held in a field is called through its `__call__`: `self.tokenizer(texts)`)
-            if bound is not None and (bound.kind in (MODULE, TOKENIZER, FUNCTION, ANY, METHOD)
+            # (an object of this file held in a field is called through its `__call__`: `self.tokenizer(texts)`;
+            # a library function held in one is that function: `self.window_fn = torch.hann_window`)
+            if bound is not None and (bound.kind in (MODULE, TOKENIZER, FUNCTION, ANY, METHOD, REF)
                                       or (bound.kind == OBJECT and bound.cls)):
                 return self.call_bound(bound, func, node, self.eval_args(node, env), env)
             receiver = self.eval(func.value, env)
