@@ -65,17 +65,14 @@ def note_prefix_mismatch(call) -> None:
     state = call.args[0]
     if state.value.cls != STATE_DICT or not ev.recording or not _strict(call):
         return
-    heap = ev.program.contexts.heap
-    if state.value.prefixed_by is not None and _surely_bare(receiver, heap):
-        fact = StateDictPrefixMismatch(call.node, Operand(call.receiver_node, receiver), Operand(state.node.value, state.value),
-                                       state.value.prefixed_by, prefixed_state=True)
-    elif state.value.prefixed_by is None and _surely_wrapped(receiver) is not None:
-        fact = StateDictPrefixMismatch(call.node, Operand(call.receiver_node, receiver), Operand(state.node.value, state.value),
-                                       _surely_wrapped(receiver), prefixed_state=False)
+    if state.value.prefixed_by is not None:
+        wrap = state.value.prefixed_by if _surely_bare(receiver, ev.program.contexts.heap) else None
     else:
-        return
-    if ev.first_time("state-dict-prefix", state.value, call.node):
-        ev.program.facts.state_dict_prefixes.append(fact)
+        wrap = _surely_wrapped(receiver)
+    if wrap is not None and ev.first_time("state-dict-prefix", state.value, call.node):
+        ev.program.facts.state_dict_prefixes.append(StateDictPrefixMismatch(
+            call.node, Operand(call.receiver_node, receiver), Operand(state.node.value, state.value), wrap,
+            prefixed_state=state.value.prefixed_by is not None))
 
 
 def _strict(call) -> bool:
