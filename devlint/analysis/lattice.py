@@ -98,7 +98,7 @@ CPU = Device(CPU_KIND)
 
 @dataclass(frozen=True)
 class CurrentGpu:
-    """The GPU a bare `.cuda()` (or `torch.cuda.current_device()`) means at one program point."""
+    """The GPU a bare `.cuda()` lands on at one program point."""
 
     device: Device
     #: nobody has chosen one since the process started, so it is GPU 0, as long as no code this
