@@ -41,7 +41,8 @@ _LOSS_NAME = re.compile(r"(^|_)(criterion|loss_fn|loss_func|loss_function|lossfn
 #: Containers written out at a call: a model or a loss takes them apart itself.
 _LITERAL_CONTAINERS = (cst.List, cst.Dict, cst.ListComp, cst.DictComp)
 _TOKENIZER_BATCH_METHODS = frozenset({"__call__", "encode_plus", "batch_encode_plus", "pad", "apply_chat_template", "prepare_seq2seq_batch"})
-_INPUT_KEYWORDS = frozenset({"input", "inputs", "x", "input_ids", "pixel_values", "inputs_embeds", "input_values", "input_features", "images", "image", "src", "tgt",
+_INPUT_KEYWORDS = frozenset({"input", "inputs", "x", "input_ids", "pixel_values", "inputs_embeds", "input_values",
+                             "input_features", "images", "image", "src", "tgt",
                              # masks are computed with the scores, on the model's device (`nn.MultiheadAttention`,
                              # `nn.Transformer*`, Hugging Face models)
                              "attn_mask", "key_padding_mask", "attention_mask", "src_mask", "tgt_mask", "memory_mask",

@@ -22,8 +22,8 @@ from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse, Operand, WrapperAttribute
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
-    ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, CurrentGpu, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER, META,
-    MODULE, MPS, OBJECT, OPAQUE_VALUE, OPTIMIZER, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
+    ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, CurrentGpu, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER,
+    META, MODULE, MPS, OBJECT, OPAQUE_VALUE, OPTIMIZER, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
     SOURCE_CREATED, SOURCE_DEVICE_TYPE, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, SOURCE_STEP,
     STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU, Value, conflicts, container_of, current_gpu_after, join_all,
     join_values, key_of, keyed_dict, surely_not_none,
@@ -495,7 +495,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def manages_context(self, value: Value, expr: cst.BaseExpression) -> bool:
         # (`with Timer():`, or an object made earlier: `with timers[0]:`, `with self.profile:`)
-        return (value.kind == OBJECT and bool(value.cls) and isinstance(expr, (cst.Call, cst.Name, cst.Attribute, cst.Subscript))
+        return (value.kind == OBJECT and bool(value.cls)
+                and isinstance(expr, (cst.Call, cst.Name, cst.Attribute, cst.Subscript))
                 and self.program.defines(value.cls, "__enter__"))
 
     def exec_with(self, node: cst.With, env: Env) -> Env:

@@ -278,6 +278,8 @@ RANGE = "range"
 DISTRIBUTION = "torch.distributions.Distribution"
 #: The `cls` of what a module's `state_dict()` gives (and a checkpoint file holding it gives back).
 STATE_DICT = "state_dict"
+#: The `cls` of a file path one of `torch_api.PATH_BUILDERS` made (`os.path.join(...)`).
+PATH = "path"
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
 from .invocation import site_from
 from .lattice import (
-    ANY, BATCH, CLASS, DEVICE, DISTRIBUTION, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, PROCESS_START_GPU, REF,
+    ANY, BATCH, CLASS, DEVICE, DISTRIBUTION, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER,
+    PROCESS_START_GPU, REF,
     SOURCE_AVAILABILITY, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device,
     Value, join_all, join_paths, keyed_dict, symbolic,
 )

@@ -15,12 +15,8 @@ import libcst as cst
 
 from .facts import Operand, StateDictPrefixMismatch
 from .heap import Heap
-from .lattice import BATCH, MODULE, STATE_DICT, Value, literal_of
+from .lattice import BATCH, MODULE, PATH, STATE_DICT, Value, literal_of
 from .names import dotted_name
-
-
-#: the `cls` of a file path one of `torch_api.PATH_BUILDERS` made
-PATH = "path"
 
 
 def state_dict_of(module: Value, node: cst.Call, heap: Heap, shaped: bool) -> Value:
@@ -45,17 +41,18 @@ def reloaded(saved: Value, loaded: Value) -> Value:
     return replace(loaded, keyed=entries) if entries else loaded
 
 
-def checkpoint_key(target, text: str) -> str:
+def checkpoint_key(target) -> str:
     """Which file `torch.save`/`torch.load` names, where a save and a load can be matched: a literal
-    path (or a name bound to one), a path built by the same call, or the same attribute path (`args.checkpoint`, `self.ckpt_path`).
-    A bare local name (`path`) may be another file in each function: no key."""
+    path (or a name bound to one), a path built by the same call, or the same attribute path
+    (`args.checkpoint`, `self.ckpt_path`). A bare local name (`path`) may be another file in each
+    function: no key."""
     literal = literal_of(target.value)
     if isinstance(literal, str):
         return "path:" + literal
     if target.value.cls == PATH and target.value.origin is not None:  # the same `os.path.join(...)`
         return f"built:{id(target.value.origin)}"
     key = dotted_name(target.node.value)
-    return "expr:" + text if key is not None and "." in key else ""
+    return "attribute:" + key if key is not None and "." in key else ""
 
 
 def note_prefix_mismatch(call) -> None:

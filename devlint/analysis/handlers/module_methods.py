@@ -78,9 +78,9 @@ def register_buffer(call: ApiCall) -> Optional[Value]:
 def state_dict(call: ApiCall) -> Optional[Value]:
     """`model.state_dict()`: the module's tensors by name, where the module is; a wrapper's names
     start with `module.`."""
-    if call.ev.program.defines(call.receiver.cls, "state_dict"):
-        return None
     program = call.ev.program
+    if program.defines(call.receiver.cls, "state_dict"):
+        return None
     return state_dict_of(call.receiver, call.node, program.contexts.heap, program.parameters_shaped)
 
 

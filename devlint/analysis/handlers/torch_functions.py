@@ -15,7 +15,7 @@ import libcst as cst
 from .. import torch_api as api
 from ..call_args import Arg
 from ..device_choice import PER_RANK
-from ..state_dicts import PATH, checkpoint_key, reloaded
+from ..state_dicts import checkpoint_key, reloaded
 from ..facts import (
     LOAD_WITHOUT_MAP_LOCATION, UNGUARDED_CUDA_API, DeviceIdsMismatch, MoveBeforeWrap, Operand, ParallelOnCpu,
 )
@@ -23,7 +23,7 @@ from ..lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DATASET, DEVICE, DISTRIBUTION, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER, REF,
     SELECTED, SOURCE_AVAILABILITY, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_LOAD, SOURCE_LOADER,
     RANGE, SOURCE_MIXED, SYMBOLIC, TENSOR, TOKENIZER, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, join_all,
-    current_gpu_after, keyed_dict, literal_of,
+    PATH, current_gpu_after, keyed_dict, literal_of,
 )
 from ..names import dotted_name, integer_value, string_value
 from ..value_queries import host_data, is_move_call, replaced_part
@@ -312,7 +312,7 @@ def torch_load(call: ApiCall) -> Value:
     else:
         device = ev.device_argument(location.node.value, location.value, env) or UNKNOWN
     loaded = Value(kind=BATCH, device=device, origin=node, source=SOURCE_LOAD)
-    saved = ev.program.contexts.heap.saved_files.get(checkpoint_key(args[0], source)) if args else None
+    saved = ev.program.contexts.heap.saved_files.get(checkpoint_key(args[0])) if args else None
     return reloaded(saved, loaded) if saved is not None else loaded
 
 
@@ -328,7 +328,7 @@ def torch_save(call: ApiCall) -> Value:
     positional = [a for a in call.args if a.keyword is None]
     target = call.keyword("f") or (positional[1] if len(positional) > 1 else None)
     if positional and target is not None:
-        key = checkpoint_key(target, call.ev.program.module.code_for_node(target.node.value))
+        key = checkpoint_key(target)
         if key:
             call.ev.program.contexts.heap.saved_files[key] = positional[0].value
     return Value(kind=HOST)
