@@ -385,7 +385,9 @@ class CallEvaluator:
         for value in _held_optimizers(env.values.values(), receiver.ident) + heap.optimizers_of(receiver.ident):
             if value.device.is_cpu and heap.built_on_current(value, receiver.ident):
                 state_at = value.state_at or (loaded.get(id(value.origin)) if value.origin is not None else None)
-                if self.first_time("optimizer", value, node):
+                # (a run that loads the state, `run(resume=True)` after `run(resume=False)`, reports
+                # the load even when another run already reported the construction)
+                if self.first_time("optimizer state" if state_at is not None else "optimizer", value, node):
                     # (an optimizer a helper method built is reported at the call of that helper)
                     fact = OptimizerBeforeMove(state_at or value.via or value.origin, value.cls or "optimizer", node,
                                                state_at is not None, of_several=value.ident is None)

@@ -26,7 +26,7 @@ from .lattice import (
     META, MODULE, MPS, OBJECT, OPAQUE_VALUE, OPTIMIZER, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
     SOURCE_CREATED, SOURCE_DEVICE_TYPE, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, SOURCE_STEP,
     STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU, Value, conflicts, container_of, current_gpu_after, join_all,
-    join_values, key_of, keyed_dict, surely_not_none,
+    join_values, key_of, keyed_dict, surely_not_none, tensor_side,
 )
 from .hot_path import is_interval_test
 from .project import PROJECT_SOURCE, absolute_import
@@ -292,7 +292,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         failed = narrowed(node.test, api.TENSOR_TYPES) if isinstance(node.test, cst.Call) else []
         for name in failed:  # where it holds, an unknown x is a tensor (of an unknown device)
             if then_env.get(name) is not None and then_env.values[name].kind == ANY:
-                then_env.values[name] = Value(kind=TENSOR)
+                then_env.values[name] = tensor_side(then_env.values[name]) or Value(kind=TENSOR)
         for name in failed:  # where `isinstance(x, torch.Tensor)` fails, x is no tensor
             if else_env.get(name) is not None and else_env.values[name].kind in (TENSOR, BATCH):
                 else_env.values[name] = UNKNOWN_VALUE

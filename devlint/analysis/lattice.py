@@ -385,14 +385,14 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
             element = (grown.items[0] if grown.kind == LIST else
                        Value(kind=TENSOR, device=grown.device, origin=grown.origin, source=grown.source))
             return replace(container_of(list(written.items) + [element], "list"), origin=written.origin)
-    if a.kind != b.kind:
+    if a.kind != b.kind or (a.kind == ANY and (a.alternatives or b.alternatives)):
         if DEVICE in (a.kind, b.kind) and a.device.known != b.device.known:
             return Value(source=SOURCE_MIXED)
         if ANY in (a.kind, b.kind):
             # known on one path only (`loader = engine.make_private(loader)` under a flag): unknown,
             # and not to be guessed from its name either
-            return Value(source=SOURCE_MIXED)
-        return UNKNOWN_VALUE
+            return _tensor_on_some_path(Value(source=SOURCE_MIXED), a, b)
+        return _tensor_on_some_path(UNKNOWN_VALUE, a, b)
     device = join_devices(a.device, b.device, availability_split)
     alternatives: Tuple[Value, ...] = ()
     if accelerated == BOTH_SIDES and a.kind == MODULE and a.scatters != b.scatters:
@@ -433,6 +433,28 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         keyed=_joined_keys(a, b),
         prefixed_by=a.prefixed_by or b.prefixed_by,  # prefixed on some path: on those machines
     )
+
+
+def tensor_side(value: Value) -> Optional[Value]:
+    """The tensor a value is, or may be on some path (a tensor-or-number union), or None."""
+    if value.kind in (TENSOR, BATCH):
+        return value
+    if value.kind == ANY and value.alternatives and value.alternatives[0].kind in (TENSOR, BATCH):
+        return value.alternatives[0]
+    return None
+
+
+def _tensor_on_some_path(joined: Value, a: Value, b: Value) -> Value:
+    """A tensor on one path and something else on the other (`kwargs.items()` of a loss and a
+    learning rate): unknown, but a test that proves it a tensor (`isinstance(v, torch.Tensor)`)
+    finds the tensor in it again."""
+    sides = [side for side in (tensor_side(a), tensor_side(b)) if side is not None]
+    if not sides:
+        return joined
+    side = join_values(*sides) if len(sides) == 2 else sides[0]
+    if side.kind not in (TENSOR, BATCH):
+        return joined
+    return replace(joined, alternatives=(replace(side, alternatives=()),))
 
 
 def _union_sides(a: Value, b: Value) -> Tuple[Value, ...]:
