@@ -61,3 +61,7 @@ def test_a_value_known_on_one_path_only_is_unknown_and_not_to_be_guessed():
     assert tensor_side(number_or_tensor) == Value(kind=TENSOR, device=CPU)
     assert tensor_side(join_values(number_or_tensor, Value(kind=HOST))) == Value(kind=TENSOR, device=CPU)
     assert tensor_side(join_values(Value(kind=HOST), Value(kind=LOADER))) is None
+    # a tensor on one path and a batch on the other is just unknown (and the join ends)
+    from devlint.analysis.lattice import BATCH
+    assert tensor_side(join_values(Value(kind=BATCH, device=CPU), Value(kind=TENSOR, device=CPU))) is None
+    assert tensor_side(join_values(number_or_tensor, Value(kind=BATCH, device=CPU))) is None

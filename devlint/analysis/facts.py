@@ -215,6 +215,8 @@ class HotPathWaste:
 
 
 CREATED_THEN_MOVED = "created-then-moved"
+#: a CPU tensor an object keeps, copied to the device again on every step
+FIELD_COPIED_EACH_STEP = "field-copied-each-step"
 HOST_PREPROCESSING = "host-preprocessing"
 #: a batch or frame worked on with numpy (arithmetic, `astype`) then made a tensor, every step
 HOST_WORK_CONVERTED = "host-work-converted"

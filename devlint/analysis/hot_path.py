@@ -15,10 +15,12 @@ import libcst as cst
 
 from . import torch_api as api
 from .facts import (
-    CREATED_THEN_MOVED, HOST_PREPROCESSING, HOST_WORK_CONVERTED, MODEL_MOVED_IN_LOOP, HostSync, HotPathWaste, LoaderFeed,
-    Operand,
+    CREATED_THEN_MOVED, FIELD_COPIED_EACH_STEP, HOST_PREPROCESSING, HOST_WORK_CONVERTED, MODEL_MOVED_IN_LOOP, HostSync,
+    HotPathWaste, LoaderFeed, Operand,
 )
-from .lattice import HOST, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SYMBOLIC, TENSOR, BATCH, Value
+from .lattice import (
+    BATCH, HOST, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
+)
 from .names import dotted_name, integer_value, last_identifier, sub_expressions
 
 #: A branch on these runs only now and then: a logging or checkpoint interval.
@@ -192,6 +194,8 @@ class HotPathTracker:
                 and (last_identifier(receiver.origin) in api.GENERATING_FACTORIES or receiver.host_copy)
                 and self.first_time("created", receiver, node)):
             self.program.facts.waste.append(HotPathWaste(node, CREATED_THEN_MOVED, Operand(receiver_node, receiver)))
+        elif self.copies_kept_host_tensor(receiver_node, receiver) and self.first_time("created", receiver, node):
+            self.program.facts.waste.append(HotPathWaste(node, FIELD_COPIED_EACH_STEP, Operand(receiver_node, receiver)))
         loader = self.program.batch_loaders.get(id(receiver.origin)) if receiver.origin is not None else None
         options = self.program.loader_options.get(id(loader)) if loader is not None else None
         if options is not None and self.recording and self.frames:
@@ -200,6 +204,16 @@ class HotPathTracker:
             training = any(frame.trains for frame in self.frames)
             self.program.facts.loader_feeds.append(
                 LoaderFeed(loader, node, pinned, workers, non_blocking, training, _explicit_no_workers(loader)))
+
+    def copies_kept_host_tensor(self, receiver_node, receiver: Value) -> bool:
+        """`self.class_weights.to(logits.device)` in a step: a CPU tensor an object keeps (made once,
+        in `__init__`) is copied to the device again on every step, where moving it once (or
+        registering it as a buffer) would copy it once."""
+        key = dotted_name(receiver_node) if isinstance(receiver_node, cst.Attribute) else None
+        return (key is not None and key.startswith("self.") and receiver.kind == TENSOR and receiver.device.is_cpu
+                and not receiver.parameter and receiver.source in (SOURCE_CREATED, SOURCE_UNREGISTERED)
+                and receiver.origin is not None and not isinstance(receiver.origin, cst.Param)
+                and self.in_stepping_code and not self.interval_depth and not self.made_this_step(receiver))
 
     def note_call(self, node: cst.Call) -> None:
         """A call evaluated here: what it makes is made once per iteration of each loop around it."""

@@ -449,11 +449,9 @@ def _tensor_on_some_path(joined: Value, a: Value, b: Value) -> Value:
     learning rate): unknown, but a test that proves it a tensor (`isinstance(v, torch.Tensor)`)
     finds the tensor in it again."""
     sides = [side for side in (tensor_side(a), tensor_side(b)) if side is not None]
-    if not sides:
-        return joined
+    if not sides or (len(sides) == 2 and sides[0].kind != sides[1].kind):
+        return joined  # (a tensor on one path, a batch on the other: nothing to find again)
     side = join_values(*sides) if len(sides) == 2 else sides[0]
-    if side.kind not in (TENSOR, BATCH):
-        return joined
     return replace(joined, alternatives=(replace(side, alternatives=()),))
 
 

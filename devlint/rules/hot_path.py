@@ -8,7 +8,8 @@ import libcst as cst
 
 from ..analysis import torch_api as api
 from ..analysis.facts import (
-    CREATED_THEN_MOVED, HOST_PREPROCESSING, HOST_WORK_CONVERTED, MODEL_MOVED_IN_LOOP, FileFacts, HotPathWaste,
+    CREATED_THEN_MOVED, FIELD_COPIED_EACH_STEP, HOST_PREPROCESSING, HOST_WORK_CONVERTED, MODEL_MOVED_IN_LOOP, FileFacts,
+    HotPathWaste,
 )
 from ..analysis.names import dotted_name, last_identifier
 from ..fixes import SAFE, UNSAFE, Fix
@@ -95,6 +96,10 @@ class CreatedOnHostThenMoved(Rule):
 PCIe bus, in every forward pass or training step. The factory can build it on the
 device directly with `device=`, which costs one kernel and no copy. (A tensor built
 from host data, `torch.tensor(values)`, needs that copy anyway and is not reported.)
+
+A CPU tensor an object keeps (class weights made in `__init__`) and copies with
+`.to(logits.device)` in every step is the same waste: move it once, or register it as
+a buffer so that the module's own move takes it along.
 """
     example = """
 def forward(self, x):
@@ -140,6 +145,11 @@ class Encoder(nn.Module):
                     f"{context.operand(fact.subject)} is created on the CPU (line {context.line_of(fact.subject.value.origin)}) "
                     "and copied to the device on every step; pass device= to the factory"),
                     partial(_create_on_device_fix, fact, context))
+            elif fact.kind == FIELD_COPIED_EACH_STEP:
+                yield Finding(fact.node, (
+                    f"{context.operand(fact.subject)} is kept on the CPU (made on line "
+                    f"{context.line_of(fact.subject.value.origin)}) and copied to the device again on every step; "
+                    "move it to the device once (or register it as a buffer of the module)"))
 
 
 _FACTORY_KEYWORDS_IN_THE_WAY = ("device", "generator", "requires_grad", "pin_memory", "out")
