@@ -264,6 +264,10 @@ def _renamed(value: Value, mapping: Dict[int, int]) -> Value:
         items = tuple(_renamed(item, mapping) for item in value.items)
         if items != value.items:
             changes["items"] = items
+    if value.alternatives:  # (each side of a split is the same new object)
+        sides = tuple(_renamed(side, mapping) for side in value.alternatives)
+        if sides != value.alternatives:
+            changes["alternatives"] = sides
     return replace(value, **changes) if changes else value
 
 

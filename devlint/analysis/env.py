@@ -85,7 +85,10 @@ def moved_copy(value: Value, ident: int, moved: Value, weak: bool = False) -> Va
     """`value` with the object `ident` (itself or an item) moved where `moved` is; `value` itself
     when it does not hold that object."""
     if value.ident == ident and value.kind != OPTIMIZER:  # (an optimizer stays where its module was when built)
-        after = value.with_device(moved.device, moved.origin)
+        # (both sides of a split hold the object; a part replaced on the CPU, `base.fc = nn.Linear(...)`
+        # through `base = model.module if wrapped else model`, is left behind on each)
+        sides = tuple(moved_copy(side, ident, moved) for side in value.alternatives)
+        after = value.with_device(moved.device, moved.origin, stray=moved.stray, alternatives=sides)
         return join_values(value, after) if weak else after
     if value.parameter and value.owner == ident and moved.device != value.device:
         # `params = model.parameters()` before `model.to(device)`: the parameters moved with it
