@@ -33,7 +33,7 @@ from .lattice import (
 )
 from .names import dotted_name, integer_value, last_identifier, string_value
 from .project import PROJECT_SOURCE
-from .value_queries import placed, replaced_part
+from .value_queries import is_move_call, placed, replaced_part
 
 #: Unknown callables that are surely models or losses, judged by their name.
 _MODEL_NAME = re.compile(r"(^|_)(model|net|network|encoder|decoder|backbone|classifier|generator|discriminator|policy|critic|actor)s?$", re.IGNORECASE)
@@ -394,6 +394,24 @@ class CallEvaluator:
                     self.program.facts.optimizers_before_move.append(fact)
                     if value.origin is not None:
                         self.optimizers_left_behind.setdefault(id(value.origin), []).append(fact)
+
+    def note_optimized_tensor_rebound(self, target: cst.BaseExpression, value: Value, env) -> None:
+        """`self.log_alpha = self.log_alpha.to(device)` after `Adam([self.log_alpha])`: the name now
+        holds a copy; the optimizer keeps updating the CPU tensor, and the copy never learns. (A
+        `.to()` used in an expression is fine: gradients flow back through it to the tensor.)"""
+        move = value.origin
+        key = dotted_name(target)
+        if not (self.recording and key is not None and isinstance(move, cst.Call) and is_move_call(move)
+                and isinstance(move.func, cst.Attribute) and dotted_name(move.func.value) == key
+                and (value.device.is_accelerator or value.device.kind == SYMBOLIC)):
+            return
+        old = self.lookup(key, env)
+        heap = self.program.contexts.heap
+        built = heap.optimized_tensors.get(id(old.origin)) if old is not None and old.origin is not None else None
+        if built is None or not old.device.is_cpu or not self.first_time("optimized tensor copied", old, move):
+            return
+        optimizer, name = built
+        self.program.facts.optimizers_before_move.append(OptimizerBeforeMove(optimizer, name, move, False, copied_tensor=True))
 
     def construction_device(self, args: List[Arg], env, node) -> Device:
         """`nn.Linear(4, 4, device=d)`, `create_model(name, device=d)`: built on d."""

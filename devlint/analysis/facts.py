@@ -94,6 +94,9 @@ class OptimizerBeforeMove:
     #: built on one of several modules (`{k: Adam(n.parameters()) for k, n in nets.items()}`):
     #: moving this one module up would not fix the others
     of_several: bool = False
+    #: built on a tensor itself (`Adam([log_alpha])`) that `.to()` then copied: `node` is the copy,
+    #: which the optimizer never updates
+    copied_tensor: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from .lattice import MODULE, OPTIMIZER, TENSOR, Value, conflicts, join_values
 
 class Heap:
     __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on", "_classes", "clock", "_renewed_at",
-                 "relocations", "made_in", "saved_files", "wrapped")
+                 "relocations", "made_in", "saved_files", "wrapped", "optimized_tensors")
 
     def __init__(self) -> None:
         self._fields: Dict[int, Dict[str, Value]] = {}
@@ -33,6 +33,10 @@ class Heap:
         #: modules (allocation sites) some DataParallel/DDP wrapper has held: a name for the module
         #: may be the wrapper on some path the values no longer tell apart
         self.wrapped: Set[int] = set()
+        #: CPU tensors an optimizer was given itself (`Adam([log_alpha])`), by where each was made
+        #: -> the optimizer's construction and class: a `.to()` of one later is a copy the optimizer
+        #: never sees
+        self.optimized_tensors: Dict[int, Tuple[object, str]] = {}
         #: allocation site -> how many objects it has made so far; optimizer (by the node that built
         #: it) -> the generation of the module it was built on. A site run again (a second
         #: `Trainer(...)`) makes a new object: the first one's optimizer is not the new one's.

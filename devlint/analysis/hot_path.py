@@ -208,8 +208,11 @@ class HotPathTracker:
     def copies_kept_host_tensor(self, receiver_node, receiver: Value) -> bool:
         """`self.class_weights.to(logits.device)` in a step: a CPU tensor an object keeps (made once,
         in `__init__`) is copied to the device again on every step, where moving it once (or
-        registering it as a buffer) would copy it once."""
+        registering it as a buffer) would copy it once. (A tensor an optimizer learns is copied on
+        purpose: gradients flow back through the copy, and a moved one would not learn.)"""
         key = dotted_name(receiver_node) if isinstance(receiver_node, cst.Attribute) else None
+        if id(receiver.origin) in self.program.contexts.heap.optimized_tensors:
+            return False
         return (key is not None and key.startswith("self.") and receiver.kind == TENSOR and receiver.device.is_cpu
                 and not receiver.parameter and receiver.source in (SOURCE_CREATED, SOURCE_UNREGISTERED)
                 and receiver.origin is not None and not isinstance(receiver.origin, cst.Param)

@@ -545,6 +545,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
     # --- assignment -----------------------------------------------------------
 
     def assign(self, target: cst.BaseExpression, value: Value, env: Env, statement: cst.CSTNode) -> None:
+        if isinstance(target, (cst.Name, cst.Attribute)) and value.kind == TENSOR:
+            self.note_optimized_tensor_rebound(target, value, env)
         if isinstance(target, cst.Name):
             env.bind(target.value, value)
         elif isinstance(target, cst.Attribute):

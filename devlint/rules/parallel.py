@@ -137,6 +137,11 @@ move (eager-state optimizers, a restored checkpoint, parameters replaced by
 `torch.__future__` conversion settings) stays on the CPU and crashes `step()`.
 PyTorch's documentation asks for the move first: "If you need to move a model to
 GPU via .cuda(), please do so before constructing optimizers for it."
+
+A tensor is not a module: `Tensor.to()` returns a copy. An optimizer built on a
+tensor itself (`Adam([log_alpha])`) that the code then rebinds to its moved copy
+(`log_alpha = log_alpha.to(device)`) keeps updating the CPU original, so the value
+the code uses never learns; that rebinding is reported.
 """
     example = """
 model = Net()
@@ -168,7 +173,13 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         # is the lesser part of that bug)
         stateful_moves = {id(fact.move) for fact in facts.optimizers_before_move if fact.state}
         for fact in facts.optimizers_before_move:
-            if not fact.state and id(fact.move) not in stateful_moves:
+            if fact.copied_tensor:
+                yield Finding(fact.move, (
+                    f"`{context.text_of(fact.move)}` rebinds the name to a copy of a CPU tensor that the "
+                    f"{fact.optimizer} built on line {context.line_of(fact.node)} holds itself: the optimizer keeps "
+                    "updating the CPU tensor, never this copy; create the tensor on the device (`device=`) before "
+                    "building the optimizer"))
+            elif not fact.state and id(fact.move) not in stateful_moves:
                 yield Finding(fact.node, (
                     f"{_sentence_start(fact.optimizer)} is built while the model is on the CPU; the model moves on line "
                     f"{context.line_of(fact.move)}: build the optimizer after the move"),

@@ -554,11 +554,23 @@ def optimizer(call: ApiCall) -> Value:
     if (module.kind != MODULE or module.ident is None) and args and args[0].keyword is None:
         module = _owning_module(args[0].value)  # param groups: lists and dicts of one module's parameters
     if module.kind != MODULE or module.ident is None:
+        if args and args[0].keyword is None:
+            _note_optimized_tensors(ev, args[0].value, node, name or "the optimizer")
         return Value(kind=OPTIMIZER, origin=node, cls=name)
     eager = name in api.EAGER_STATE_OPTIMIZERS and module.device.is_cpu
     ev.program.contexts.heap.note_optimizer(node, module.ident)
     return Value(kind=OPTIMIZER, origin=node, cls=name, ident=module.ident, device=module.device,
                  state_at=node if eager else None)
+
+
+def _note_optimized_tensors(ev, params: Value, node: cst.Call, name: str) -> None:
+    """`Adam([self.log_alpha])`: tensors of no module, made on the CPU, that the optimizer holds
+    themselves (what a later `.to()` of them returns is a copy it never updates)."""
+    items = params.items if params.kind in (LIST, TUPLE) else ()
+    for item in items:
+        if (item.kind == TENSOR and item.device.is_cpu and not item.parameter and item.owner is None
+                and isinstance(item.origin, cst.Call)):
+            ev.program.contexts.heap.optimized_tensors.setdefault(id(item.origin), (node, name))
 
 
 @FUNCTIONS.when(api.is_model_factory)
