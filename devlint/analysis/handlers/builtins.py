@@ -28,7 +28,10 @@ def exit_(call: ApiCall) -> Value:
 def host_sync(call: ApiCall) -> None:
     """`float(loss)`, `print(t)`: the host waits for the tensor's value."""
     for arg in call.args if call.name == "print" else call.args[:1]:
-        call.ev.note_sync(arg.node.value, arg.value, call.node, f"{call.name}()")
+        # (`print(*args)` in a logging helper: each value it was handed)
+        values = arg.value.items if arg.node.star == "*" and arg.value.kind == TUPLE else (arg.value,)
+        for value in values:
+            call.ev.note_sync(arg.node.value, value, call.node, f"{call.name}()")
 
 
 @BUILTINS.on("getattr")
