@@ -180,6 +180,12 @@ class UnguardedAccelerator:
     chosen_device: str = ""  # a device the code chose elsewhere (DEV305), or ""
     bare_cuda: bool = False  # the root is a `.cuda()` call
 
+    @property
+    def node(self) -> cst.CSTNode:
+        """Where it is reported (a default `device="cuda"` is reported there, with the call that left
+        it to the default)."""
+        return self.root
+
 
 @dataclass(frozen=True)
 class ApiMisuse:
@@ -273,7 +279,7 @@ _FACT_LISTS = tuple(name for name in FileFacts.__dataclass_fields__
 #: facts that hold for a value a caller passed in or the heat of the caller's loop: their messages
 #: name the call they depend on
 CALLER_DEPENDENT = ("mismatches", "host_conversions", "parallel_on_cpu", "device_ids_mismatches", "wrapper_attributes",
-                    "state_dict_prefixes", "host_syncs", "waste")
+                    "state_dict_prefixes", "host_syncs", "waste", "unguarded")
 
 
 def fact_counts(facts: FileFacts) -> Dict[str, int]:
