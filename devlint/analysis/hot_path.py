@@ -22,6 +22,7 @@ from .lattice import (
     BATCH, HOST, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
 )
 from .names import dotted_name, integer_value, last_identifier, sub_expressions
+from .rebound_fields import ANY_FIELD
 
 #: A branch on these runs only now and then: a logging or checkpoint interval.
 _INTERVAL_WORDS = re.compile(
@@ -213,6 +214,9 @@ class HotPathTracker:
         key = dotted_name(receiver_node) if isinstance(receiver_node, cst.Attribute) else None
         if id(receiver.origin) in self.program.contexts.heap.optimized_tensors:
             return False
+        rebound = self.program.rebound_fields
+        if key is None or ANY_FIELD == rebound or key.rsplit(".", 1)[-1] in rebound:
+            return False  # (a field the object replaces itself, `self.pe = self.pe.to(x.device)`: moved once)
         return (key is not None and key.startswith("self.") and receiver.kind == TENSOR and receiver.device.is_cpu
                 and not receiver.parameter and receiver.source in (SOURCE_CREATED, SOURCE_UNREGISTERED)
                 and receiver.origin is not None and not isinstance(receiver.origin, cst.Param)
