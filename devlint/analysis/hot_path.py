@@ -214,6 +214,8 @@ class HotPathTracker:
         key = dotted_name(receiver_node) if isinstance(receiver_node, cst.Attribute) else None
         if id(receiver.origin) in self.program.contexts.heap.optimized_tensors:
             return False
+        if self.scope.method in api.MOVE_METHODS:
+            return False  # (a batch's own `to()` moving its fields: how a batch moves, once per batch)
         rebound = self.program.rebound_fields
         if key is None or ANY_FIELD == rebound or key.rsplit(".", 1)[-1] in rebound:
             return False  # (a field the object replaces itself, `self.pe = self.pe.to(x.device)`: moved once)
