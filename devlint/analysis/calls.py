@@ -585,10 +585,14 @@ class CallEvaluator:
             self.program.argument_devices[destination] = default.value
         action = next((string_value(a.node.value) for a in args if a.keyword == "action"), None)
         on_by_default = action == "store_false" or (default is not None and literal_of(default.value) is True)
-        if on_by_default and any(api.is_cuda_flag(flag) for flag in flags) and not self.program.asks_availability:
-            # `--cuda` with `action="store_false"` (salesforce/awd-lstm-lm): CUDA unless told otherwise,
-            # in a file that never asks whether it is there (`"cuda" if args.cuda else "cpu"` is the
-            # flag's choice: a run without it still needs the GPU)
+        off_by_default = action == "store_true" and (default is None or literal_of(default.value) is False)
+        cuda_unless_told = (on_by_default and any(api.is_cuda_flag(flag) for flag in flags)) or \
+            (off_by_default and any(api.is_cpu_flag(flag) for flag in flags))
+        if cuda_unless_told and self.program.cuda_without_availability:
+            # `--cuda` with `action="store_false"` (salesforce/awd-lstm-lm), or a `--no-cuda` / `--cpu`
+            # switch that is off unless given (`use_cuda = not args.no_cuda`): CUDA unless told
+            # otherwise, in a file that asks for CUDA itself and never asks whether it is there
+            # (`"cuda" if use_cuda else "cpu"` is the flag's choice: a run without it needs the GPU)
             self.record_misuse(node, ACCELERATOR_DEFAULT, "argparse switch")
 
     def move_in_place(self, receiver, receiver_node, name, node, args, env, discarded) -> Value:

@@ -135,6 +135,7 @@ class ProgramServices(Protocol):
     hot_reported: Set[tuple]
     unregistered_used: Set[int]
     asks_availability: bool
+    cuda_without_availability: bool
     module_skipped_without_accelerator: bool
 
     @property

@@ -69,6 +69,10 @@ class Program:
         self._text_offers_cpu_path = bool(api.CPU_PATH_TEXT.search(source))
         #: the file asks somewhere whether an accelerator is there (a `"cpu"` else-branch alone does not)
         self.asks_availability = bool(api.AVAILABILITY_TEXT.search(source))
+        #: the file asks for CUDA itself somewhere (`"cuda"`, `.cuda()`) and never names its availability
+        #: (a test of it, even one that forgets the call, is another finding's root)
+        self.cuda_without_availability = (bool(api.CUDA_REQUEST_TEXT.search(source)) and not self.asks_availability
+                                          and "is_available" not in source)
         #: a test module that skips itself where there is no GPU, or a file that imports a GPU-only
         #: package (triton, vllm...): everything in it runs with CUDA
         self.module_skipped_without_accelerator = (self.asks_availability and _skipped_without_accelerator(module)

@@ -614,6 +614,9 @@ CUDA_ONLY_LIBRARIES = (
 #: a test of a tensor's or device's type.
 #: Text of a file that asks whether an accelerator is there at all.
 AVAILABILITY_TEXT = re.compile(r"is_available\(|torch\.accelerator|device_count\(")
+#: Text of a file that asks for CUDA itself (a `"cuda"` device, a `.cuda()` move), not only through a
+#: framework that places things (`Accelerator(cpu=args.cpu)`).
+CUDA_REQUEST_TEXT = re.compile(r"""\.cuda\(|["']cuda""")
 CPU_PATH_TEXT = re.compile(r"""is_available\(|["']cpu["']|\.type\s*[!=]=|\.is_cuda\b|torch\.accelerator|device_count\(""")
 #: The calls among them, as the syntax walk sees them.
 CPU_PATH_CALLS = frozenset({"is_available", "device_count"})
@@ -672,6 +675,12 @@ def names_accelerator_state(text: str) -> bool:
 
 
 _CUDA_FLAG = re.compile(r"^-{1,2}(use[_-]?)?(cuda|gpu)$", re.IGNORECASE)
+_CPU_FLAG = re.compile(r"^-{1,2}((use|force|only)[_-]?cpu|cpu([_-]?only)?|(no|disable)[_-]?(cuda|gpu))$", re.IGNORECASE)
+
+
+def is_cpu_flag(flag: str) -> bool:
+    """`--cpu`, `--no-cuda`, `--disable-gpu`: a command-line switch that turns the accelerator off."""
+    return bool(_CPU_FLAG.match(flag))
 
 
 def is_cuda_flag(flag: str) -> bool:

@@ -184,7 +184,10 @@ A `--device` option that defaults to `"cuda"` makes every run without the flag
 need a GPU: the quick test on a laptop, the CI smoke run, the README's example.
 A default should work everywhere, and the user can still ask for a GPU. The same
 holds for a function's `device="cuda"` keyword default in code that otherwise runs
-without a GPU: every caller that leaves it out needs one.
+without a GPU: every caller that leaves it out needs one. A switch that turns CUDA
+off (`--no-cuda`, `--cpu`) or one that is on unless given (`--cuda` with
+`action="store_false"`) does the same in a file that never asks whether CUDA is
+available: `use_cuda = not args.no_cuda` chooses the GPU on every plain run.
 """
     example = """
 parser.add_argument("--device", default="cuda")
@@ -222,7 +225,12 @@ x = torch.zeros(3, device=args.device)
             if fact.kind == ACCELERATOR_DEFAULT and fact.api == "keyword default" and (
                     id(fact.node) in roots or _needs_cuda_anyway(facts)):
                 continue
-            if fact.kind == ACCELERATOR_DEFAULT:
+            if fact.kind == ACCELERATOR_DEFAULT and fact.api == "argparse switch":
+                flag = context.text_of(fact.node.args[0].value) if fact.node.args else "switch"
+                yield Finding(fact.node, (
+                    f"the argparse switch {flag} leaves CUDA on unless it is given, and this file never asks "
+                    "whether CUDA is available; combine it with `torch.cuda.is_available()`"))
+            elif fact.kind == ACCELERATOR_DEFAULT:
                 yield Finding(fact.node, (
                     f"the {fact.api} `{context.text_of(fact.node)}` needs a GPU whenever it is not overridden; "
                     "default to an available device"), partial(_guarded_fix, fact.node, context))
