@@ -210,6 +210,7 @@ class HostSync:
     tensor: Operand
     how: str                # ".item()", "float()", "if", ...
     per_item: bool = False  # in a loop over the items of one step (`for i in range(batch_size)`)
+    per_token: bool = False  # collected once per iteration of a generation loop
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ the epoch loop around a batch loop runs its own body once per epoch.
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Set
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -34,7 +34,8 @@ _ROUND_TRIPS = frozenset({".cpu()", ".numpy()"})
 
 
 class LoopFrame:
-    __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key", "made", "over_tensor")
+    __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key", "made", "over_tensor",
+                 "rebound", "assigned", "feeds_back")
 
     def __init__(self, targets: Set[str], over_loader: bool, key: Optional[int] = None) -> None:
         self.key = key            # the loop statement's identity: calls made in the same loop share it
@@ -46,6 +47,9 @@ class LoopFrame:
         self.over_loader = over_loader
         self.made: Set[int] = set()     # calls evaluated in the body (a tensor made there is made every step)
         self.over_tensor = False  # `for expert in hit_experts:` walks a tensor's elements on the host
+        self.rebound: Set[str] = set()  # names the body assigns (besides the header's)
+        self.assigned: Set[str] = set()  # names the current iteration has bound so far
+        self.feeds_back = False   # a model is called on a value the body rebinds: each step extends the last
 
 
 def on_accelerator(value: Value) -> bool:
@@ -62,6 +66,36 @@ def is_interval_test(test: cst.BaseExpression) -> bool:
         if isinstance(node, cst.Attribute) and _INTERVAL_WORDS.search(node.attr.value):
             return True
     return False
+
+
+def rebound_names(loop: cst.CSTNode) -> Set[str]:
+    """Plain names a loop's body assigns (not inside nested functions or classes): what one iteration
+    hands to the next (`idx = torch.cat([idx, nxt], dim=1)`)."""
+    names: Set[str] = set()
+    pending = list(getattr(loop.body, "body", ()))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.AssignTarget):
+            names |= _names_in(node.target)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            names |= _names_in(node.target)
+        pending.extend(node.children)
+    return names
+
+
+def _root_name(expression: cst.BaseExpression) -> Optional[str]:
+    """`idx` for `idx`, `idx[:, -n:]`, `idx.long()`: the name a model input is read from."""
+    while True:
+        if isinstance(expression, cst.Name):
+            return expression.value
+        if isinstance(expression, cst.Subscript):
+            expression = expression.value
+        elif isinstance(expression, cst.Call) and isinstance(expression.func, cst.Attribute) and not expression.args:
+            expression = expression.func.value
+        else:
+            return None
 
 
 def _names_in(target: cst.BaseExpression) -> Set[str]:
@@ -115,8 +149,11 @@ class HotPathTracker:
         """The innermost loop around this point, to tell which calls share a loop body."""
         return self.frames[-1].key if self.frames else None
 
-    def push_frame(self, target: Optional[cst.BaseExpression], over_loader: bool, key: Optional[int] = None) -> LoopFrame:
+    def push_frame(self, target: Optional[cst.BaseExpression], over_loader: bool, key: Optional[int] = None,
+                   loop: Optional[cst.CSTNode] = None) -> LoopFrame:
         frame = LoopFrame(_names_in(target) if target is not None else set(), over_loader, key)
+        if loop is not None:
+            frame.rebound = rebound_names(loop)
         self.frames.append(frame)
         return frame
 
@@ -135,6 +172,18 @@ class HotPathTracker:
             frame.trains = frame.trains or trains
             for outer in self.frames:
                 outer.encloses_steps = True
+
+    def note_model_inputs(self, inputs: List[Tuple[cst.BaseExpression, Value]]) -> None:
+        """A model is called (not trained) on accelerator values: is one of them what the previous
+        iteration of this loop left (autoregressive generation, `idx = torch.cat([idx, nxt])`)?"""
+        frame = self.frames[-1] if self.frames else None
+        if frame is None or frame.key is None or frame.over_loader or frame.trains:
+            return
+        for expression, value in inputs:
+            name = _root_name(expression)
+            carried = name in frame.rebound and name not in frame.assigned and name not in frame.targets
+            if name and carried and on_accelerator(value):
+                frame.feeds_back = True
 
     def note_enclosed_step(self) -> None:
         """A callee stepped a model in a loop of its own: the loops here enclose stepping."""
@@ -172,9 +221,20 @@ class HotPathTracker:
         # A loop of its own inside a step (`for i in range(batch_size): n = lengths[i].item()`) waits
         # once per item of every batch, in evaluation and inference too.
         per_item = self.in_item_loop
-        in_step = (self.in_training_step or (self.in_batch_step and round_trip) or per_item) and not self.deciding
+        # A generation loop that collects each new token on the host (`tokens.append(nxt.item())`)
+        # waits once per token; the tokens could be gathered on the device and read once.
+        generating = self.collecting and self.in_generation_step
+        in_step = (self.in_training_step or (self.in_batch_step and round_trip) or per_item or generating) \
+            and not self.deciding
         if on_accelerator(value) and in_step and self.first_time("sync", value, node):
-            self.program.facts.host_syncs.append(HostSync(node, Operand(expr, value), how, per_item=per_item))
+            self.program.facts.host_syncs.append(HostSync(node, Operand(expr, value), how, per_item=per_item,
+                                                          per_token=bool(generating) and not per_item))
+
+    @property
+    def in_generation_step(self) -> bool:
+        """The body of a loop that calls a model on what its previous iteration produced."""
+        frame = self.frames[-1] if self.frames else None
+        return self.interval_depth == 0 and frame is not None and frame.feeds_back and not frame.trains
 
     @property
     def in_item_loop(self) -> bool:

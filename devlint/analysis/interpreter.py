@@ -400,9 +400,15 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         """Iterate `run_once(env) -> env` to a fixpoint, then once more recording facts."""
         head = env.copy()
         self.loop_depth += 1
-        self.push_frame(target, over_loader, id(loop)).over_tensor = over_tensor
+        self.push_frame(target, over_loader, id(loop), loop).over_tensor = over_tensor
+        frame = self.frames[-1]
+
+        def iteration(state: Env) -> Env:
+            frame.assigned = set()  # what this iteration has bound so far; the rest is carried in
+            return run_once(state)
+
         try:
-            return self._fixpoint(head, run_once)
+            return self._fixpoint(head, iteration)
         finally:
             self.loop_depth -= 1
             self.frames.pop()
@@ -549,6 +555,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             self.note_optimized_tensor_rebound(target, value, env)
         if isinstance(target, cst.Name):
             env.bind(target.value, value)
+            if self.frames:
+                self.frames[-1].assigned.add(target.value)
         elif isinstance(target, cst.Attribute):
             key = dotted_name(target)
             if key is not None:

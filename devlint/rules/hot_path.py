@@ -78,10 +78,13 @@ for step in range(100):
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for fact in facts.host_syncs:
-            every = "for every item of every step" if fact.per_item else "on every step"
+            every = ("for every item of every step" if fact.per_item
+                     else "for every step it generates" if fact.per_token else "on every step")
+            remedy = ("collect the steps on the device and read them once after the loop" if fact.per_token
+                      else "keep it on the device or sync under a logging interval")
             yield Finding(fact.node, (
                 f"{fact.how} on {context.operand(fact.tensor)} ({context.where(fact.tensor.value)}) waits for the "
-                f"accelerator {every}; keep it on the device or sync under a logging interval"))
+                f"accelerator {every}; {remedy}"))
 
 
 class CreatedOnHostThenMoved(Rule):
