@@ -191,6 +191,12 @@ def conflicts(a: Device, b: Device) -> bool:
     return False
 
 
+def same_placement(a: Device, b: Device) -> bool:
+    """True when `a` and `b` surely name one place (`"cuda"` and `"cuda"`, the CPU and the CPU):
+    a move from one to the other changes nothing."""
+    return a.known and b.known and _placement(a) == _placement(b)
+
+
 def _constant_gpu(device: Device) -> bool:
     return device.index is not None and device.key != PER_RANK
 

@@ -11,7 +11,9 @@ from typing import Optional
 
 from .. import torch_api as api
 from ..facts import DiscardedMove, Operand
-from ..lattice import BATCH, HOST, REF, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_TYPE_NAME, TENSOR, UNKNOWN, Value, literal_of
+from ..lattice import (
+    BATCH, HOST, REF, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_TYPE_NAME, TENSOR, UNKNOWN, Value, literal_of, same_placement,
+)
 from ..names import last_identifier
 from .registry import ApiCall, Registry
 
@@ -25,7 +27,9 @@ def move(call: ApiCall) -> Value:
     target = ev.move_target(call.name, node, call.args, call.env)
     if call.name == "cpu":
         ev.note_sync(call.receiver_node, receiver, node, ".cpu()")
-    if call.discarded and ev.recording and receiver.kind == TENSOR and target is not None:
+    # (a discarded move to where the tensor already is, `x = x.to("cuda"); x.to("cuda")`, changes nothing)
+    if call.discarded and ev.recording and receiver.kind == TENSOR and target is not None \
+            and not same_placement(receiver.device, target):
         ev.program.facts.discarded_moves.append(DiscardedMove(node, Operand(call.receiver_node, receiver), call.name))
     if target is None:
         return receiver
