@@ -171,6 +171,8 @@ class Requirements:
     #: in its function, a device chosen by availability in scope): there, the call is a portability
     #: bug; elsewhere in the file it may be GPU code by nature (a capability query, a TensorRT build)
     cpu_capable_calls: Set[int] = field(default_factory=set)
+    #: the project's process setup raises where CUDA is missing (here or in another file of it)
+    setup_needs_cuda: bool = False
 
 
 @dataclass(frozen=True)

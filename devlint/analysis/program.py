@@ -75,9 +75,15 @@ class Program:
                                           and "is_available" not in source)
         #: a test module that skips itself where there is no GPU, or a file that imports a GPU-only
         #: package (triton, vllm...): everything in it runs with CUDA
+        #: the process setup (`init_process_group`, `set_device`) raises where CUDA is missing: the
+        #: project it belongs to runs only with CUDA (nanotron's `initialize_torch_distributed`)
+        self.setup_needs_cuda = self.asks_availability and _setup_refuses_cpu(module)
         self.module_skipped_without_accelerator = (self.asks_availability and _skipped_without_accelerator(module)
                                                    or _imports_gpu_only_package(module))
         self.facts.requirements.runs_without_cuda = self._text_offers_cpu_path
+        # (`torch.cuda.set_device` is process-wide: a setup helper in another file picks each rank's GPU)
+        self.facts.distributed.set_device = self.place.sets_device
+        self.facts.requirements.setup_needs_cuda = self.setup_needs_cuda or self.place.needs_cuda
         self.module_env = Env(current_gpu=PROCESS_START_GPU)  # the file's own code runs as a process starts
         self.functions: Dict[int, FunctionInfo] = {}
         #: names of the file's functions that only answer an interval test
@@ -1191,6 +1197,26 @@ def _skipped_without_accelerator(module: cst.Module) -> bool:
                     text = module.code_for_node(small.value)
                     if "skipif" in text and api.AVAILABILITY_TEXT.search(text):
                         return True
+    return False
+
+
+def _setup_refuses_cpu(module: cst.Module) -> bool:
+    """A function that sets the process up (`init_process_group`, `torch.cuda.set_device`) and raises
+    on the branch of an availability test where CUDA is missing."""
+    for function in walk(module):
+        if not isinstance(function, cst.FunctionDef):
+            continue
+        nodes = list(walk(function.body))
+        if not any(isinstance(n, cst.Call) and last_identifier(n.func) in api.PROCESS_SETUP_CALLS for n in nodes):
+            continue
+        for node in nodes:
+            if isinstance(node, cst.If) and api.AVAILABILITY_TEXT.search(module.code_for_node(node.test)):
+                negated = isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not)
+                branch = node.body if negated else getattr(node.orelse, "body", None)
+                if isinstance(branch, cst.IndentedBlock) and any(
+                        isinstance(small, cst.Raise) for line in branch.body
+                        if isinstance(line, cst.SimpleStatementLine) for small in line.body):
+                    return True
     return False
 
 

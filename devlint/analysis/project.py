@@ -23,6 +23,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from . import torch_api as api
+from .facts import UNGUARDED_CUDA_API
 from .hot_path import STEPPING, TRAINING
 from .lattice import (
     ANY, BATCH, CLASS, DEVICE, FUNCTION, MODULE, OWN_FORWARD_MOVES, REF, SOURCE_DEVICE_AWARE, SOURCE_MIXED,
@@ -119,6 +120,10 @@ class ProjectIndex:
         self.names = frozenset(self.roots_by_name)
         self._contexts: Optional[Dict[Tuple[str, str, str], List[list]]] = None
         self.accelerated = any(summary.get("accelerated") for summary in self.modules.values())
+        #: some file's process setup raises where CUDA is missing: the whole project runs with CUDA
+        self.needs_cuda = any(summary.get("needs_cuda") for summary in self.modules.values())
+        #: some file calls `torch.cuda.set_device`: process-wide, so plain "cuda" is each rank's GPU
+        self.sets_device = any(summary.get("sets_device") for summary in self.modules.values())
         #: attribute names some `_apply` override of the project carries along (see apply_overrides)
         self.applied = frozenset(name for summary in self.modules.values() for name in summary.get("applied", ()))
 
@@ -289,6 +294,10 @@ class ProjectIndex:
                 told.append((use, target, repr(sorted(data.items()))))
         if self.accelerated and not summary.get("accelerated") and any(c["module"] for c in summary["classes"].values()):
             told.append(("accelerated",))  # its modules' forward runs on the project's device
+        if self.needs_cuda and not summary.get("needs_cuda") and summary.get("asks_for_cuda"):
+            told.append(("needs_cuda",))  # its CUDA requests run in a process that requires CUDA
+        if self.sets_device and not summary.get("sets_device") and summary.get("shares_gpu"):
+            told.append(("sets_device",))  # its plain "cuda" is the GPU the setup chose for the rank
         if self.applied and any(c["module"] for c in summary["classes"].values()):
             told.append(("applied", sorted(self.applied)))  # plain tensors moved by an `_apply` elsewhere
         for name in summary["functions"]:
@@ -317,6 +326,16 @@ class ProjectPlace:
     def accelerated(self) -> bool:
         """Does some file of the project put things on an accelerator?"""
         return self.index is not None and self.index.accelerated
+
+    @property
+    def needs_cuda(self) -> bool:
+        """Does the project's process setup refuse to run without CUDA (phase 2 only)?"""
+        return self.index is not None and self.index.needs_cuda
+
+    @property
+    def sets_device(self) -> bool:
+        """Does some file of the project call `torch.cuda.set_device` (phase 2 only)?"""
+        return self.index is not None and self.index.sets_device
 
     @property
     def applied(self) -> frozenset:
@@ -412,6 +431,11 @@ def summarise(program, root: str, module: str, is_package: bool) -> Exports:
     summary: Exports = {"root": root, "module": module, "package": is_package, "imports": {},
                         "classes": {}, "functions": {}, "values": {}, "needs": sorted(program.place.needs),
                         "calls": program.place.calls, "accelerated": program.accelerator_evidence,
+                        "needs_cuda": program.setup_needs_cuda,
+                        "sets_device": program.facts.distributed.set_device,
+                        "asks_for_cuda": bool(program.facts.unguarded) or any(
+                            misuse.kind == UNGUARDED_CUDA_API for misuse in program.facts.misuses),
+                        "shares_gpu": bool(program.facts.distributed.shared_placements),
                         "applied": sorted(program.applied_attributes)}
     for name, value in program.module_env.values.items():
         if "." in name:

@@ -614,6 +614,8 @@ CUDA_ONLY_LIBRARIES = (
 #: a test of a tensor's or device's type.
 #: Text of a file that asks whether an accelerator is there at all.
 AVAILABILITY_TEXT = re.compile(r"is_available\(|torch\.accelerator|device_count\(")
+#: Calls that set a process up to run on its GPU: where they refuse to run without CUDA, so does the project.
+PROCESS_SETUP_CALLS = frozenset({"init_process_group", "set_device"})
 #: Text of a file that asks for CUDA itself (a `"cuda"` device, a `.cuda()` move), not only through a
 #: framework that places things (`Accelerator(cpu=args.cpu)`).
 CUDA_REQUEST_TEXT = re.compile(r"""\.cuda\(|["']cuda""")

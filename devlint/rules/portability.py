@@ -63,8 +63,10 @@ def _device_name_usable(name: str, at: cst.CSTNode, context: RuleContext) -> boo
 
 def _needs_cuda_anyway(facts: FileFacts) -> bool:
     """The program needs CUDA by nature: it starts an NCCL process group (here or through a
-    project helper), or it is built on a CUDA-only library."""
-    return facts.distributed.requires_accelerator or facts.requirements.cuda_by_nature is not None
+    project helper), it is built on a CUDA-only library, or its project's process setup refuses to
+    run without CUDA."""
+    return (facts.distributed.requires_accelerator or facts.requirements.cuda_by_nature is not None
+            or facts.requirements.setup_needs_cuda)
 
 
 def _unguarded_roots(facts: FileFacts, beside_chosen: bool):
