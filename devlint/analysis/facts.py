@@ -282,7 +282,7 @@ _FACT_LISTS = tuple(name for name in FileFacts.__dataclass_fields__
 #: facts that hold for a value a caller passed in or the heat of the caller's loop: their messages
 #: name the call they depend on
 CALLER_DEPENDENT = ("mismatches", "host_conversions", "parallel_on_cpu", "device_ids_mismatches", "wrapper_attributes",
-                    "state_dict_prefixes", "host_syncs", "waste", "unguarded")
+                    "state_dict_prefixes", "host_syncs", "waste", "unguarded", "misuses")
 
 
 def fact_counts(facts: FileFacts) -> Dict[str, int]:

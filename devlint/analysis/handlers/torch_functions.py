@@ -300,6 +300,8 @@ def torch_load(call: ApiCall) -> Value:
     if location is None:
         positional = [a for a in args if a.keyword is None]
         location = positional[1] if len(positional) > 1 else None
+    if location is not None and location.value.literal == (None,):
+        location = None  # `map_location=None`, or a helper's `map_location=None` default its caller left alone
     device = UNKNOWN  # without map_location tensors return to the device they were saved from
     source = ev.program.module.code_for_node(args[0].node.value) if args else ""
     if location is None:
