@@ -31,7 +31,7 @@ def test_syntax_error(tmp_path):
 def test_newer_syntax_than_the_running_python_is_analysed(tmp_path):
     # PEP 695 type parameters (Python 3.12) parse with libcst whatever Python runs devlint
     source = (b"import torch\n\n\nclass Buffer[T]:\n    def __init__(self, item: T):\n        self.item = item\n\n\n"
-              b"def put[T](x: T) -> Buffer[T]:\n    t = torch.zeros(3)\n    t.to('cpu')\n    return Buffer(x)\n")
+              b"def put[T](x: T, device) -> Buffer[T]:\n    t = torch.zeros(3)\n    t.to(device)\n    return Buffer(x)\n")
     found = run_on(tmp_path, "generic.py", source)
     assert [(d["code"], d["line"]) for d in found] == [("DEV104", 11)]
 

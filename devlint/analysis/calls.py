@@ -99,6 +99,9 @@ class CallEvaluator:
             # unless the function visibly leaves its arguments where they are.
             self.escape(self.program.arguments_it_may_move(callee, args), env)
             if callee.kind == CLASS:
+                wrapper = self.program.parallel_base(callee.cls, self)
+                if wrapper is not None:  # `class MMDataParallel(nn.DataParallel)`: built as the wrapper is
+                    return replace(self.api_call(wrapper, node, args, env), cls=callee.cls)
                 instance = self.program.instantiate(callee, node, args, env, self)
                 if instance.ident is not None:
                     self.note_created(instance.ident)

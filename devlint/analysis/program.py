@@ -283,6 +283,18 @@ class Program:
 
     # --- classes ----------------------------------------------------------------
 
+    def parallel_base(self, name: str, caller) -> Optional[str]:
+        """The DataParallel/DDP class a class of this file extends without a constructor of its own
+        (mmcv's `MMDataParallel`): constructing it wraps a module as that class does."""
+        info = self.classes.get(name)
+        if info is None or "__init__" in info.methods:
+            return None
+        for base in info.node.bases:
+            value = caller.eval(base.value, self.module_env)
+            if value.kind == REF and value.cls in api.DATA_PARALLEL | api.DISTRIBUTED_DATA_PARALLEL:
+                return value.cls
+        return None
+
     def ensure_class(self, info: ClassInfo) -> ClassInfo:
         if info.state != "new":
             return info

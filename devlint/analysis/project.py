@@ -122,8 +122,6 @@ class ProjectIndex:
         self.accelerated = any(summary.get("accelerated") for summary in self.modules.values())
         #: some file's process setup raises where CUDA is missing: the whole project runs with CUDA
         self.needs_cuda = any(summary.get("needs_cuda") for summary in self.modules.values())
-        #: some file calls `torch.cuda.set_device`: process-wide, so plain "cuda" is each rank's GPU
-        self.sets_device = any(summary.get("sets_device") for summary in self.modules.values())
         #: attribute names some `_apply` override of the project carries along (see apply_overrides)
         self.applied = frozenset(name for summary in self.modules.values() for name in summary.get("applied", ()))
 
@@ -155,6 +153,17 @@ class ProjectIndex:
         if self.module(root, qualname) is not None:
             return None  # a submodule: `import pkg.models as m`
         return None
+
+    def imports_device_setter(self, summary: Optional[Exports]) -> bool:
+        """Does the file use something of a project module that calls `torch.cuda.set_device`? (It is
+        process-wide: a setup helper called from here picks each rank's GPU for plain "cuda".)"""
+        if summary is None:
+            return False
+        for _, target in summary["needs"]:
+            found = self.lookup(summary["root"], target)
+            if found is not None and found[2].get("sets_device"):
+                return True
+        return False
 
     def is_module_class(self, root: str, qualname: str, depth: int = 0) -> Optional[bool]:
         if depth > _MAX_DEPTH:
@@ -296,7 +305,7 @@ class ProjectIndex:
             told.append(("accelerated",))  # its modules' forward runs on the project's device
         if self.needs_cuda and not summary.get("needs_cuda") and summary.get("asks_for_cuda"):
             told.append(("needs_cuda",))  # its CUDA requests run in a process that requires CUDA
-        if self.sets_device and not summary.get("sets_device") and summary.get("shares_gpu"):
+        if not summary.get("sets_device") and summary.get("shares_gpu") and self.imports_device_setter(summary):
             told.append(("sets_device",))  # its plain "cuda" is the GPU the setup chose for the rank
         if self.applied and any(c["module"] for c in summary["classes"].values()):
             told.append(("applied", sorted(self.applied)))  # plain tensors moved by an `_apply` elsewhere
@@ -334,8 +343,8 @@ class ProjectPlace:
 
     @property
     def sets_device(self) -> bool:
-        """Does some file of the project call `torch.cuda.set_device` (phase 2 only)?"""
-        return self.index is not None and self.index.sets_device
+        """Does a project module this file uses call `torch.cuda.set_device` (phase 2 only)?"""
+        return self.index is not None and self.index.imports_device_setter(self.index.module(self.root, self.module))
 
     @property
     def applied(self) -> frozenset:
