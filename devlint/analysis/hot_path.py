@@ -35,7 +35,7 @@ _ROUND_TRIPS = frozenset({".cpu()", ".numpy()"})
 
 class LoopFrame:
     __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key", "made", "over_tensor",
-                 "rebound", "assigned", "feeds_back")
+                 "loop", "_rebound", "assigned", "feeds_back")
 
     def __init__(self, targets: Set[str], over_loader: bool, key: Optional[int] = None) -> None:
         self.key = key            # the loop statement's identity: calls made in the same loop share it
@@ -47,9 +47,17 @@ class LoopFrame:
         self.over_loader = over_loader
         self.made: Set[int] = set()     # calls evaluated in the body (a tensor made there is made every step)
         self.over_tensor = False  # `for expert in hit_experts:` walks a tensor's elements on the host
-        self.rebound: Set[str] = set()  # names the body assigns (besides the header's)
+        self.loop: Optional[cst.CSTNode] = None  # the loop statement (None for a hot function's body)
+        self._rebound: Optional[Set[str]] = None
         self.assigned: Set[str] = set()  # names the current iteration has bound so far
         self.feeds_back = False   # a model is called on a value the body rebinds: each step extends the last
+
+    @property
+    def rebound(self) -> Set[str]:
+        """Names the body assigns, found once, when a model is first called in this loop."""
+        if self._rebound is None:
+            self._rebound = rebound_names(self.loop) if self.loop is not None else set()
+        return self._rebound
 
 
 def on_accelerator(value: Value) -> bool:
@@ -152,8 +160,7 @@ class HotPathTracker:
     def push_frame(self, target: Optional[cst.BaseExpression], over_loader: bool, key: Optional[int] = None,
                    loop: Optional[cst.CSTNode] = None) -> LoopFrame:
         frame = LoopFrame(_names_in(target) if target is not None else set(), over_loader, key)
-        if loop is not None:
-            frame.rebound = rebound_names(loop)
+        frame.loop = loop
         self.frames.append(frame)
         return frame
 
@@ -180,9 +187,9 @@ class HotPathTracker:
         if frame is None or frame.key is None or frame.over_loader or frame.trains:
             return
         for expression, value in inputs:
-            name = _root_name(expression)
-            carried = name in frame.rebound and name not in frame.assigned and name not in frame.targets
-            if name and carried and on_accelerator(value):
+            name = _root_name(expression) if on_accelerator(value) else None
+            # (read before this iteration rebinds it: the value the previous iteration left)
+            if name and name in frame.rebound and name not in frame.assigned and name not in frame.targets:
                 frame.feeds_back = True
 
     def note_enclosed_step(self) -> None:

@@ -14,7 +14,7 @@ import dataclasses
 import re
 from collections import Counter
 from dataclasses import replace
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 import libcst.matchers as matchers
@@ -73,11 +73,11 @@ class Program:
         #: (a test of it, even one that forgets the call, is another finding's root)
         self.cuda_without_availability = (bool(api.CUDA_REQUEST_TEXT.search(source)) and not self.asks_availability
                                           and "is_available" not in source)
-        #: a test module that skips itself where there is no GPU, or a file that imports a GPU-only
-        #: package (triton, vllm...): everything in it runs with CUDA
         #: the process setup (`init_process_group`, `set_device`) raises where CUDA is missing: the
         #: project it belongs to runs only with CUDA (nanotron's `initialize_torch_distributed`)
         self.setup_needs_cuda = self.asks_availability and _setup_refuses_cpu(module)
+        #: a test module that skips itself where there is no GPU, or a file that imports a GPU-only
+        #: package (triton, vllm...): everything in it runs with CUDA
         self.module_skipped_without_accelerator = (self.asks_availability and _skipped_without_accelerator(module)
                                                    or _imports_gpu_only_package(module))
         self.facts.requirements.runs_without_cuda = self._text_offers_cpu_path
@@ -1215,21 +1215,43 @@ def _skipped_without_accelerator(module: cst.Module) -> bool:
 def _setup_refuses_cpu(module: cst.Module) -> bool:
     """A function that sets the process up (`init_process_group`, `torch.cuda.set_device`) and raises
     on the branch of an availability test where CUDA is missing."""
-    for function in walk(module):
-        if not isinstance(function, cst.FunctionDef):
-            continue
-        nodes = list(walk(function.body))
-        if not any(isinstance(n, cst.Call) and last_identifier(n.func) in api.PROCESS_SETUP_CALLS for n in nodes):
-            continue
-        for node in nodes:
-            if isinstance(node, cst.If) and api.AVAILABILITY_TEXT.search(module.code_for_node(node.test)):
-                negated = isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not)
-                branch = node.body if negated else getattr(node.orelse, "body", None)
-                if isinstance(branch, cst.IndentedBlock) and any(
-                        isinstance(small, cst.Raise) for line in branch.body
-                        if isinstance(line, cst.SimpleStatementLine) for small in line.body):
-                    return True
-    return False
+    return any(
+        any(isinstance(n, cst.Call) and last_identifier(n.func) in api.PROCESS_SETUP_CALLS for n in nodes)
+        and any(isinstance(n, cst.If) and _raises_without_cuda(module, n) for n in nodes)
+        for nodes in _nodes_by_function(module))
+
+
+def _nodes_by_function(module: cst.Module) -> Iterator[List[cst.CSTNode]]:
+    """The nodes of each function's own body, nested functions apart: every node is visited once."""
+    functions = [node for node in module.body if isinstance(node, cst.FunctionDef)]
+    pending = [node for node in module.body if not isinstance(node, cst.FunctionDef)]
+    while pending:  # functions outside any function (in classes, under `if`s)
+        node = pending.pop()
+        if isinstance(node, cst.FunctionDef):
+            functions.append(node)
+        else:
+            pending.extend(node.children)
+    while functions:
+        own, pending = [], list(functions.pop().body.children)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, cst.FunctionDef):
+                functions.append(node)
+                continue
+            own.append(node)
+            pending.extend(node.children)
+        yield own
+
+
+def _raises_without_cuda(module: cst.Module, node: cst.If) -> bool:
+    """`if torch.cuda.is_available(): ... else: raise ...` or `if not ...is_available(): raise ...`."""
+    if not api.AVAILABILITY_TEXT.search(module.code_for_node(node.test)):
+        return False
+    negated = isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not)
+    branch = node.body if negated else getattr(node.orelse, "body", None)
+    return isinstance(branch, cst.IndentedBlock) and any(
+        isinstance(small, cst.Raise) for line in branch.body
+        if isinstance(line, cst.SimpleStatementLine) for small in line.body)
 
 
 def _skips_module(node: cst.CSTNode) -> bool:
