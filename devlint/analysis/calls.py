@@ -20,7 +20,7 @@ from .facts import (
     OptimizerBeforeMove, ParallelOnCpu,
 )
 from .handlers.builtins import BUILTINS
-from .handlers.module_methods import MODEL_CALL_METHODS, MODULE_METHODS
+from .handlers.module_methods import MODEL_CALL_METHODS, MODULE_METHODS, model_call_result
 from .handlers.registry import ApiCall
 from .handlers.tensor_methods import TENSOR_METHODS
 from .handlers.torch_functions import FUNCTIONS
@@ -534,7 +534,8 @@ class CallEvaluator:
             self.escape(args, env)
             return Value(source=SOURCE_DEVICE_AWARE)
         if kind == ANY and name in MODEL_CALL_METHODS:
-            return self.call_value(receiver, receiver_node, node, args, last_identifier(receiver_node), env)
+            result = self.call_value(receiver, receiver_node, node, args, last_identifier(receiver_node), env)
+            return model_call_result(receiver, name, result)
         if kind == HOST and receiver.literal is None and not receiver.source and name not in api.MOVE_METHODS \
                 and name not in api.NUMPY_SAME_DATA_METHODS:
             return Value(kind=HOST)  # `rng.integers(...)`: host objects make host data

@@ -210,6 +210,8 @@ MODEL_FACTORY_PREFIXES = ("torchvision.models.", "timm.create_model", "timm.mode
 HF_ROOTS = ("transformers.", "diffusers.", "peft.", "sentence_transformers.")
 HF_TOKENIZER_WORDS = ("Tokenizer", "Processor", "FeatureExtractor")
 HF_MODEL_WORDS = ("Model", "For", "Transformer")
+#: The class a `from_pretrained` model is known by: its `generate` returns token ids on its device.
+PRETRAINED_MODEL = "pretrained model"
 #: diffusers/transformers pipelines are not modules: they place their components themselves and
 #: return images (PIL, numpy) or python objects, not tensors on the model's device
 HF_PIPELINE_WORDS = ("Pipeline",)

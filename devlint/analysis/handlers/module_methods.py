@@ -41,7 +41,17 @@ def model_call(call: ApiCall) -> Optional[Value]:
     if call.name != "forward" and call.ev.program.defines(call.receiver.cls, call.name):
         return None
     operation = "call" if call.name == "__call__" else call.name
-    return call.ev.module_call(call.receiver, call.receiver_node, call.node, call.args, operation, call.env)
+    result = call.ev.module_call(call.receiver, call.receiver_node, call.node, call.args, operation, call.env)
+    return model_call_result(call.receiver, call.name, result)
+
+
+def model_call_result(receiver: Value, name: str, result: Value) -> Value:
+    """Only a Hugging Face model's `generate` is known to give token ids on its device; another
+    class's (a vocoder's sampler in another file) may return a numpy waveform. Its inputs are
+    checked all the same; what it returns is unknown."""
+    if name == "generate" and receiver.cls != api.PRETRAINED_MODEL:
+        return UNKNOWN_VALUE
+    return result
 
 
 @MODULE_METHODS.on(SAME_MODULE_METHODS)

@@ -602,7 +602,7 @@ def pretrained_model(call: ApiCall) -> Value:
         device = first.device if first.kind == MODULE else UNKNOWN
     if device_map is not None:
         device = device_map.value.device if device_map.value.kind == DEVICE else UNKNOWN
-    return Value(kind=MODULE, device=device, origin=node, ident=id(node), stateful=True, cls="pretrained model")
+    return Value(kind=MODULE, device=device, origin=node, ident=id(node), stateful=True, cls=api.PRETRAINED_MODEL)
 
 
 @FUNCTIONS.when(lambda name: api.hugging_face_kind(name) == "pipeline")
