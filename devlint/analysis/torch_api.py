@@ -153,6 +153,8 @@ NON_MODULE_BASES = frozenset({
 })
 #: Builtin mappings a class may extend (`class BatchEncoding(dict)`): built from a dict, it holds that
 #: dict's items. A subclass that redefines a lookup method may hold anything.
+#: library classes that make a dict as `dict()` does (`log_vars = OrderedDict()` filled per loss)
+DICT_CONSTRUCTORS = frozenset({"collections.OrderedDict"})
 MAPPING_BASES = frozenset({"dict", "collections.OrderedDict", "collections.UserDict", "typing.Dict", "OrderedDict"})
 #: Objects whose attributes are the keywords they are built with.
 NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})

@@ -27,9 +27,13 @@ from ..lattice import (
 )
 from ..names import dotted_name, integer_value, string_value
 from ..value_queries import host_data, is_move_call, replaced_part
+from .builtins import dict_
 from .registry import ApiCall, Registry
 
 FUNCTIONS = Registry("torch and library functions")
+
+# `OrderedDict()`, `OrderedDict(pairs)`: what `dict(...)` gives
+FUNCTIONS.on(api.DICT_CONSTRUCTORS)(dict_)
 
 
 def _torch(names) -> List[str]:
