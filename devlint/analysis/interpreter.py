@@ -257,8 +257,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def exec_if(self, node: cst.If, env: Env) -> Env:
         # A test whose branch leaves the loop (early stopping, a NaN check that raises) needs the
-        # value on the host: that sync is the point of the code, not a stall.
-        deciding = 1 if self.frames and _leaves(node.body) else 0
+        # value on the host: that sync is the point of the code, not a stall. A `return` leaves only
+        # a loop of this function: in a step function called every batch it skips that batch, and
+        # the caller's loop goes on (`if torch.isnan(loss): return` syncs every step).
+        own_loop = bool(self.frames) and self.frames[-1].key is not None
+        deciding = 1 if self.frames and _leaves(node.body, returns=own_loop) else 0
         self.deciding += deciding
         try:
             test = self.truth_test(self.eval(node.test, env))
@@ -1329,12 +1332,13 @@ def _off_interval(test: cst.BaseExpression) -> bool:
     return False
 
 
-def _leaves(suite: cst.BaseSuite) -> bool:
-    """Does a branch leave the loop around it (`break`, `return`, `raise`) in its own statements?"""
-    body = suite.body
-    for statement in body:
+def _leaves(suite: cst.BaseSuite, returns: bool = True) -> bool:
+    """Does a branch leave the loop around it (`break`, `raise`, and `return` when `returns`) in its
+    own statements?"""
+    leaving = (cst.Break, cst.Return, cst.Raise) if returns else (cst.Break, cst.Raise)
+    for statement in suite.body:
         smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else (statement,)
-        if any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in smalls):
+        if any(isinstance(s, leaving) for s in smalls):
             return True
     return False
 
