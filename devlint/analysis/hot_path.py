@@ -278,7 +278,8 @@ class HotPathTracker:
         in `__init__`) is copied to the device again on every step, where moving it once (or
         registering it as a buffer) would copy it once. (A tensor an optimizer learns is copied on
         purpose: gradients flow back through the copy, and a moved one would not learn.)"""
-        key = dotted_name(receiver_node) if isinstance(receiver_node, cst.Attribute) else None
+        field = _through_same_data(receiver_node)
+        key = dotted_name(field) if isinstance(field, cst.Attribute) else None
         if id(receiver.origin) in self.program.contexts.heap.optimized_tensors:
             return False
         if self.scope.method in api.MOVE_METHODS:
@@ -350,3 +351,11 @@ def _explicit_no_workers(loader: cst.CSTNode) -> bool:
     return isinstance(loader, cst.Call) and any(
         arg.keyword is not None and arg.keyword.value in api.LOADER_WORKER_KEYWORDS and integer_value(arg.value) == 0
         for arg in loader.args)
+
+
+def _through_same_data(node: cst.CSTNode) -> cst.CSTNode:
+    """`self.ids.unsqueeze(0).expand(n, -1)`: the expression whose data it is (`self.ids`)."""
+    while (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+           and node.func.attr.value in api.TENSOR_SAME_DATA_METHODS):
+        node = node.func.value
+    return node

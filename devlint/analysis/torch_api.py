@@ -59,6 +59,13 @@ NUMPY_SAME_DATA_METHODS = frozenset({
     "astype", "reshape", "transpose", "copy", "squeeze", "swapaxes", "flatten", "ravel", "clip",
     "view", "round", "__array__",
 })
+#: tensor methods that give the same data reshaped, viewed or converted: a kept CPU tensor
+#: passed through them and then moved is still that tensor copied (`self.ids.unsqueeze(0).to(dev)`)
+TENSOR_SAME_DATA_METHODS = frozenset({
+    "unsqueeze", "squeeze", "expand", "expand_as", "view", "view_as", "reshape", "reshape_as", "repeat", "flatten",
+    "t", "transpose", "permute", "contiguous", "clone", "detach", "float", "double", "half", "bfloat16", "long",
+    "int", "bool", "type_as",
+})
 #: numpy functions that only assemble or lay out data (a batch of frames): no work on it.
 NUMPY_ASSEMBLY = frozenset("numpy." + name for name in (
     "stack", "concatenate", "vstack", "hstack", "array", "asarray", "ascontiguousarray", "expand_dims",
