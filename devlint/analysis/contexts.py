@@ -305,9 +305,12 @@ def _returned_through(result: Value, site: CallSite, bound: Dict[str, Value]) ->
             return value
         return replace(value, via=site.node)
 
+    returned = through(result)
     if result.items:
-        return replace(through(result), items=tuple(through(item) for item in result.items))
-    return through(result)
+        returned = replace(returned, items=tuple(through(item) for item in result.items))
+    if result.keyed:  # `return {"factor": torch.rand(n)}`: each key's value came back through the call too
+        returned = replace(returned, keyed=tuple((key, through(item)) for key, item in result.keyed))
+    return returned
 
 
 def _anonymous(value: Value) -> Value:
