@@ -16,7 +16,7 @@ import libcst as cst
 from . import torch_api as api
 from .facts import (
     CREATED_THEN_MOVED, FIELD_COPIED_EACH_STEP, HOST_PREPROCESSING, HOST_WORK_CONVERTED, MODEL_MOVED_IN_LOOP, HostSync,
-    HotPathWaste, LoaderFeed, Operand,
+    HotPathWaste, LoaderFeed, Operand, TRUTH_TESTS,
 )
 from .lattice import (
     BATCH, HOST, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
@@ -230,7 +230,9 @@ class HotPathTracker:
         per_item = self.in_item_loop
         # A generation loop that collects each new token on the host (`tokens.append(nxt.item())`)
         # waits once per token; the tokens could be gathered on the device and read once.
-        generating = self.collecting and self.in_generation_step
+        # ... and one whose branch depends on a device value (`gamma = ... if s_tmin <= sigmas[i] else 0.0`)
+        # waits at every step before it can queue the next one.
+        generating = (self.collecting or how in TRUTH_TESTS) and self.in_generation_step
         in_step = (self.in_training_step or (self.in_batch_step and round_trip) or per_item or generating) \
             and not self.deciding
         if on_accelerator(value) and in_step and self.first_time("sync", value, node):

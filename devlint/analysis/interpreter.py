@@ -22,8 +22,8 @@ from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse, Operand, WrapperAttribute
 from .hot_path import TRAINING, HotPathTracker
 from .lattice import (
-    ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, CurrentGpu, DATASET, DEVICE, HOST, HOST_PATH, LIST, LOADER,
-    META, MODULE, MPS, OBJECT, OPAQUE_VALUE, OPTIMIZER, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
+    ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, CurrentGpu, DATASET, DEVICE, FUNCTION, HOST, HOST_PATH, LIST,
+    LOADER, META, MODULE, MPS, OBJECT, OPAQUE_VALUE, OPTIMIZER, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
     SOURCE_CREATED, SOURCE_DEVICE_TYPE, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, SOURCE_STEP,
     STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU, Value, conflicts, container_of, current_gpu_after, join_all,
     join_values, key_of, keyed_dict, surely_not_none, tensor_side,
@@ -33,6 +33,7 @@ from .project import PROJECT_SOURCE, absolute_import
 from .names import (
     child_nodes, dotted_name, integer_value, isinstance_types, last_identifier, string_value, sub_expressions,
 )
+from .registries import stores_of
 from .rebound_fields import may_be_rebound
 from .value_queries import is_move_call
 
@@ -173,14 +174,32 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if isinstance(node, cst.With):
             return self.exec_with(node, env)
         if isinstance(node, cst.FunctionDef):
-            env.bind(node.name.value, self.program.declare_function(node, self.scope, env))
+            declared = self.program.declare_function(node, self.scope, env)
+            env.bind(node.name.value, declared)
+            self.register_decorated(node, declared, env)
             return env
         if isinstance(node, cst.ClassDef):
-            env.bind(node.name.value, self.program.declare_class(node, self.scope, env))
+            declared = self.program.declare_class(node, self.scope, env)
+            env.bind(node.name.value, declared)
+            self.register_decorated(node, declared, env)
             return env
         if isinstance(node, getattr(cst, "Match", ())):
             return self.exec_match(node, env)
         return env
+
+    def register_decorated(self, node, declared: Value, env: Env) -> None:
+        """`@register_model("mlp") class MLP`, `@register_model def resnet50(...)`: the registries its
+        decorators fill now hold the class or function."""
+        for decorator in node.decorators:
+            called = isinstance(decorator.decorator, cst.Call)
+            target = decorator.decorator.func if called else decorator.decorator
+            function = self.eval(target, env)
+            if function.kind != FUNCTION or not isinstance(function.origin, cst.FunctionDef):
+                continue
+            for registry in stores_of(function.origin, called):
+                held = env.get(registry.value)
+                if held is not None and held.kind == LIST and held.cls == "dict":
+                    self.grow_container(held, registry, declared, env)
 
     def exec_small(self, node: cst.BaseSmallStatement, env: Env) -> None:
         if isinstance(node, cst.Expr):
@@ -971,31 +990,39 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                                    arithmetic=operator != "@")
 
     def eval_Comparison(self, node: cst.Comparison, env: Env) -> Value:
-        left = _spelled(node.left, self.eval(node.left, env))
-        result = left
+        # `a < b < c` is `a < b and b < c`: each part compares its own pair, and a part that is a
+        # tensor (`s_tmin <= sigmas[i] <= s_tmax`) makes the whole test one
+        left_node = node.left
+        left = _spelled(left_node, self.eval(left_node, env))
+        result: Optional[Value] = None
         for target in node.comparisons:
             right = _spelled(target.comparator, self.eval(target.comparator, env))
-            operator = type(target.operator).__name__
-            if left.literal is not None and right.literal is not None and operator in _LITERAL_TESTS:
-                result = Value(kind=HOST, literal=(_LITERAL_TESTS[operator](left.literal[0], right.literal[0]),))
-                left = right
-                continue
-            if operator in ("Is", "IsNot") and (None,) in (left.literal, right.literal):
-                # `bands is None` where `bands` is a tensor the call passed: only one branch runs
-                other = right if left.literal == (None,) else left
-                if surely_not_none(other):
-                    result = Value(kind=HOST, literal=(operator == "IsNot",))
-                    left = right
-                    continue
-            if operator in ("Is", "IsNot", "In", "NotIn"):
-                result = Value(kind=HOST, source=left.source or right.source)
-                continue
-            if left.kind == DEVICE or right.kind == DEVICE or SOURCE_DEVICE_TYPE in (left.source, right.source):
-                result = Value(kind=HOST, source=SOURCE_AVAILABILITY)
-                continue
-            result = self.binary(node, node.left, left, target.comparator, right, _operator_text(target.operator), env)
-            if result.kind != TENSOR:
-                result = Value(kind=HOST, source=left.source or right.source)
+            part = self.compare(node, left_node, left, target, right, env)
+            if result is None or (part.kind == TENSOR and result.kind != TENSOR):
+                result = part
+            elif result.kind != TENSOR and result.literal is not None and result.literal[0]:
+                result = part  # (`True and part` is the part; a false part ends the chain's value)
+            left_node, left = target.comparator, right
+        return result if result is not None else left
+
+    def compare(self, node: cst.Comparison, left_node: cst.BaseExpression, left: Value, target: cst.ComparisonTarget,
+                right: Value, env: Env) -> Value:
+        """One pair of a comparison: `left <op> right`."""
+        operator = type(target.operator).__name__
+        if left.literal is not None and right.literal is not None and operator in _LITERAL_TESTS:
+            return Value(kind=HOST, literal=(_LITERAL_TESTS[operator](left.literal[0], right.literal[0]),))
+        if operator in ("Is", "IsNot") and (None,) in (left.literal, right.literal):
+            # `bands is None` where `bands` is a tensor the call passed: only one branch runs
+            other = right if left.literal == (None,) else left
+            if surely_not_none(other):
+                return Value(kind=HOST, literal=(operator == "IsNot",))
+        if operator in ("Is", "IsNot", "In", "NotIn"):
+            return Value(kind=HOST, source=left.source or right.source)
+        if left.kind == DEVICE or right.kind == DEVICE or SOURCE_DEVICE_TYPE in (left.source, right.source):
+            return Value(kind=HOST, source=SOURCE_AVAILABILITY)
+        result = self.binary(node, left_node, left, target.comparator, right, _operator_text(target.operator), env)
+        if result.kind != TENSOR:
+            result = Value(kind=HOST, source=left.source or right.source)
         return result
 
     def eval_UnaryOperation(self, node: cst.UnaryOperation, env: Env) -> Value:
@@ -1058,6 +1085,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def eval_IfExp(self, node: cst.IfExp, env: Env) -> Value:
         test = self.truth_test(self.eval(node.test, env))
+        self.note_sync(node.test, test, node.test, "if")
         if test.literal is not None and test.source != SOURCE_AVAILABILITY and not self.reads_rebound_fields(node.test):
             return self.eval(node.body if test.literal[0] else node.orelse, env)
         split = self.is_device_choice(node.test, test)

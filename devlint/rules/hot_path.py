@@ -9,7 +9,7 @@ import libcst as cst
 from ..analysis import torch_api as api
 from ..analysis.facts import (
     CREATED_THEN_MOVED, FIELD_COPIED_EACH_STEP, HOST_PREPROCESSING, HOST_WORK_CONVERTED, MODEL_MOVED_IN_LOOP, FileFacts,
-    HotPathWaste,
+    HotPathWaste, TRUTH_TESTS,
 )
 from ..analysis.names import dotted_name, last_identifier
 from ..fixes import SAFE, UNSAFE, Fix
@@ -80,7 +80,9 @@ for step in range(100):
         for fact in facts.host_syncs:
             every = ("for every item of every step" if fact.per_item
                      else "for every step it generates" if fact.per_token else "on every step")
-            remedy = ("collect the steps on the device and read them once after the loop" if fact.per_token
+            remedy = ("keep the value it tests on the host (a schedule made once) or choose on the device "
+                      "(`torch.where`)" if fact.per_token and fact.how in TRUTH_TESTS
+                      else "collect the steps on the device and read them once after the loop" if fact.per_token
                       else "keep it on the device or sync under a logging interval")
             yield Finding(fact.node, (
                 f"{fact.how} on {context.operand(fact.tensor)} ({context.where(fact.tensor.value)}) waits for the "
