@@ -6,7 +6,7 @@ from typing import Optional
 
 from .. import torch_api as api
 from ..lattice import (
-    BATCH, HOST, LIST, MODULE, OBJECT, RANGE, REF, SOURCE_AVAILABILITY, TENSOR, TUPLE, UNKNOWN_VALUE, Source, Value,
+    ANY, BATCH, HOST, LIST, MODULE, OBJECT, RANGE, REF, SOURCE_AVAILABILITY, TENSOR, TUPLE, UNKNOWN_VALUE, Source, Value,
     container_of, keyed_dict, surely_not_none)
 from ..names import isinstance_types, string_value
 from .registry import ApiCall, Registry
@@ -37,11 +37,15 @@ def host_sync(call: ApiCall) -> None:
 @BUILTINS.on("getattr")
 def getattr_(call: ApiCall) -> Optional[Value]:
     args, first = call.args, call.first
+    attribute = args[1].value.literal[0] if len(args) > 1 and args[1].value.literal is not None else None
     if len(args) == 3:  # `getattr(cfg, "device", "cuda")`: a settings lookup with a fallback
         call.ev.note_settings_default(string_value(args[1].node.value), args[2], "config default")
+        if isinstance(attribute, str) and first.kind in (OBJECT, MODULE) and first.cls:
+            # `getattr(model, "is_parallelizable", False)` on an object whose class sets it: that value
+            found = call.ev.attribute_of(first, attribute, call.node, call.env)
+            return found if found.kind != ANY or found.literal is not None else None
     if len(args) != 2:
         return None
-    attribute = args[1].value.literal[0] if args[1].value.literal is not None else None
     if isinstance(attribute, str) and first.kind in (OBJECT, MODULE, REF):
         # `getattr(callback, hook)` with the hook's name known here; `getattr(torch.optim, "Adam")`
         return call.ev.attribute_of(first, attribute, call.node, call.env)
