@@ -48,6 +48,8 @@ MANUAL_REGISTRATION = frozenset({"add_module", "register_module", "register_para
 _ACCELERATOR_TEXT = re.compile(r"cuda|\bmps\b|xpu|accelerat|device|\.to\(")
 #: objects of several classes (a list of callbacks) a method call visits, at most
 _MAX_RECEIVERS = 8
+#: `self.NAME(` or `self.NAME.`: a field used as an object (called, or its attributes read)
+_OBJECT_FIELD_USE = re.compile(r"\bself\.([A-Za-z_]\w*)\s*[(.\[]")
 _LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 _TENSOR_ANNOTATIONS = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor", "torch.LongTensor"})
 
@@ -59,6 +61,7 @@ class Program:
         self._parameters_shaped: Optional[bool] = None
         self._name_uses: Optional[Counter] = None
         self._applied: Optional[frozenset] = None
+        self._object_fields: Optional[frozenset] = None
         self._rebound: Optional[frozenset] = None
         self.place = place or ProjectPlace()
         self.facts = FileFacts()
@@ -164,6 +167,13 @@ class Program:
         if self._rebound is None:
             self._rebound = fields_rebound(self.module)
         return self._rebound
+
+    @property
+    def fields_used_as_objects(self) -> frozenset:
+        """Names of `self.NAME` fields this file calls or reads attributes of (`self.NAME(...)`, `self.NAME.x`)."""
+        if self._object_fields is None:
+            self._object_fields = frozenset(_OBJECT_FIELD_USE.findall(self.source))
+        return self._object_fields
 
     @property
     def applied_attributes(self) -> frozenset:
@@ -550,7 +560,10 @@ class Program:
     def note_module_attribute(self, interp: Interpreter, target: cst.Attribute, value: Value, env: Env, statement) -> None:
         info = interp.scope.owner
         name = target.attr.value
-        if isinstance(statement, (cst.Assign, cst.AnnAssign)) and isinstance(statement.value, cst.Call) and value.kind in (ANY, OBJECT):
+        if isinstance(statement, (cst.Assign, cst.AnnAssign)) and isinstance(statement.value, cst.Call) \
+                and value.kind in (ANY, OBJECT) and name in self.fields_used_as_objects:
+            # (what an unknown call gave may be a module with weights, unless the file only ever uses
+            # it as a plain value: `(1.0 - self.label_smoothing) * nll` reads a number from a config)
             info.unknown_submodule = True
         if value.kind == MODULE:
             info.module_assigned.add(name)
