@@ -21,7 +21,7 @@ from .facts import (
 from .lattice import (
     BATCH, HOST, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
 )
-from .names import dotted_name, integer_value, last_identifier, sub_expressions
+from .names import dotted_name, integer_value, last_identifier, root_name, sub_expressions
 from .rebound_fields import ANY_FIELD
 
 #: A branch on these runs only now and then: a logging or checkpoint interval.
@@ -91,19 +91,6 @@ def rebound_names(loop: cst.CSTNode) -> Set[str]:
             names |= _names_in(node.target)
         pending.extend(node.children)
     return names
-
-
-def _root_name(expression: cst.BaseExpression) -> Optional[str]:
-    """`idx` for `idx`, `idx[:, -n:]`, `idx.long()`: the name a model input is read from."""
-    while True:
-        if isinstance(expression, cst.Name):
-            return expression.value
-        if isinstance(expression, cst.Subscript):
-            expression = expression.value
-        elif isinstance(expression, cst.Call) and isinstance(expression.func, cst.Attribute) and not expression.args:
-            expression = expression.func.value
-        else:
-            return None
 
 
 def _names_in(target: cst.BaseExpression) -> Set[str]:
@@ -187,7 +174,7 @@ class HotPathTracker:
         if frame is None or frame.key is None or frame.over_loader or frame.trains:
             return
         for expression, value in inputs:
-            name = _root_name(expression) if on_accelerator(value) else None
+            name = root_name(expression) if on_accelerator(value) else None
             # (read before this iteration rebinds it: the value the previous iteration left)
             if name and name in frame.rebound and name not in frame.assigned and name not in frame.targets:
                 frame.feeds_back = True

@@ -151,3 +151,18 @@ def isinstance_types(kinds: cst.BaseExpression) -> List[Optional[str]]:
     elements = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
     return [dotted_name(element) for element in elements] or [None]
 
+
+def root_name(expression: cst.BaseExpression, through_attributes: bool = False) -> Optional[str]:
+    """`idx` for `idx`, `idx[:, -n:]`, `idx.long()` (and, `through_attributes`, `batch.images`): the
+    name a value is read from."""
+    while True:
+        if isinstance(expression, cst.Name):
+            return expression.value
+        if isinstance(expression, cst.Subscript):
+            expression = expression.value
+        elif isinstance(expression, cst.Call) and isinstance(expression.func, cst.Attribute) and not expression.args:
+            expression = expression.func.value
+        elif through_attributes and isinstance(expression, cst.Attribute):
+            expression = expression.value
+        else:
+            return None

@@ -38,7 +38,7 @@ from .lattice import (
     SOURCE_AVAILABILITY, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device,
     Value, join_all, join_paths, keyed_dict, symbolic,
 )
-from .names import dotted_name, last_identifier, string_value, sub_expressions, walk
+from .names import dotted_name, last_identifier, root_name, string_value, sub_expressions, walk
 from .project import PROJECT_SOURCE, ProjectPlace
 
 MANUAL_REGISTRATION = frozenset({"add_module", "register_module", "register_parameter"})
@@ -537,13 +537,28 @@ class Program:
         """Does the class's `forward` move its first input (`data = data.to(self._device)`)?"""
         if info.moves_input is None:
             forward = info.methods.get("forward")
-            params = forward.parameters() if forward is not None else []
-            name = params[1].name.value if len(params) > 1 else None
-            moved = _input_and_its_elements(forward.node.body, name) if name is not None else set()
-            info.moves_input = bool(moved) and any(
-                is_move_call(call) and dotted_name(call.func.value) in moved
-                for call in matchers.findall(forward.node.body, matchers.Call()))
+            info.moves_input = forward is not None and self._moves_parameter(info, forward, 1, depth=3)
         return info.moves_input
+
+    def _moves_parameter(self, info: ClassInfo, function: FunctionInfo, index: int, depth: int) -> bool:
+        """Does `function` move its parameter at `index` (or a part of it: `inputs["image"].to(dev)`),
+        itself or through a method of the class it hands the parameter to (`self.preprocess(inputs)`)?"""
+        params = function.parameters()
+        if index >= len(params):
+            return False
+        moved = _input_and_its_elements(function.node.body, params[index].name.value)
+        for call in matchers.findall(function.node.body, matchers.Call()):
+            if is_move_call(call) and root_name(call.func.value, through_attributes=True) in moved:
+                return True
+            func = call.func
+            if depth > 0 and isinstance(func, cst.Attribute) and dotted_name(func.value) == "self":
+                method = info.methods.get(func.attr.value)
+                handed = [i for i, arg in enumerate(call.args)
+                          if arg.keyword is None and not arg.star and dotted_name(arg.value) in moved]
+                if method is not None and method is not function and any(
+                        self._moves_parameter(info, method, i + 1, depth - 1) for i in handed):
+                    return True
+        return False
 
     def call_forward(self, callee: Value, node: cst.Call, args, caller, env: Env) -> Optional[Value]:
         """`model(x)` on a module class of this file: its `forward`, run for this receiver and input."""
