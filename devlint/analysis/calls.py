@@ -458,6 +458,10 @@ class CallEvaluator:
 
     def method_call(self, receiver: Value, receiver_node, name: str, node: cst.Call, args: List[Arg], env, discarded: bool) -> Value:
         self.program.note_self_call(self, receiver_node, name)
+        if _is_super(receiver_node):
+            inherited = self.program.call_super(name, node, args, self, env)
+            if inherited is not None:
+                return inherited
         if receiver.keyed and name in api.DICT_MUTATORS:
             forgotten = replace(receiver, keyed=())
             key = dotted_name(receiver_node)
@@ -874,3 +878,8 @@ def forget_assumed_gpu(qualname: str, env) -> None:
     standard library and the builtins choose none."""
     if env.current_gpu is not None and env.current_gpu.assumed and not api.is_standard_library(qualname):
         env.current_gpu = None
+
+
+def _is_super(node) -> bool:
+    """`super()` (or `super(Cls, self)`): a call of the base class's method comes next."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "super"

@@ -212,7 +212,8 @@ class HostSync:
     tensor: Operand
     how: str                # ".item()", "float()", "if", ...
     per_item: bool = False  # in a loop over the items of one step (`for i in range(batch_size)`)
-    per_token: bool = False  # collected (or tested) once per iteration of a generation loop
+    per_token: bool = False  # read once per iteration of a generation loop
+    collected: bool = False  # ... to be kept (`tokens.append(nxt.item())`)
 
 
 #: the `how` of a sync that is a branch or loop deciding on a tensor's truth

@@ -16,7 +16,7 @@ import libcst as cst
 from . import torch_api as api
 from .facts import (
     CREATED_THEN_MOVED, FIELD_COPIED_EACH_STEP, HOST_PREPROCESSING, HOST_WORK_CONVERTED, MODEL_MOVED_IN_LOOP, HostSync,
-    HotPathWaste, LoaderFeed, Operand, TRUTH_TESTS,
+    HotPathWaste, LoaderFeed, Operand,
 )
 from .lattice import (
     BATCH, HOST, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
@@ -35,7 +35,7 @@ _ROUND_TRIPS = frozenset({".cpu()", ".numpy()"})
 
 class LoopFrame:
     __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key", "made", "over_tensor",
-                 "loop", "_rebound", "assigned", "feeds_back")
+                 "loop", "_rebound", "assigned", "feeds_back", "carried")
 
     def __init__(self, targets: Set[str], over_loader: bool, key: Optional[int] = None) -> None:
         self.key = key            # the loop statement's identity: calls made in the same loop share it
@@ -51,6 +51,8 @@ class LoopFrame:
         self._rebound: Optional[Set[str]] = None
         self.assigned: Set[str] = set()  # names the current iteration has bound so far
         self.feeds_back = False   # a model is called on a value the body rebinds: each step extends the last
+        #: names this iteration bound from what the previous one left (`x_in = scale(latents)`)
+        self.carried: Set[str] = set()
 
     @property
     def rebound(self) -> Set[str]:
@@ -109,6 +111,7 @@ def _names_in(target: cst.BaseExpression) -> Set[str]:
 TRAINING = "training"
 STEPPING = "stepping"
 QUIET = "quiet"
+GENERATING = "generating"  # called once per step of a loop that feeds a model its own output
 
 
 class HotPathTracker:
@@ -124,11 +127,13 @@ class HotPathTracker:
 
     made_here: Set[int]  # calls this function run evaluated
 
-    def enter_hot_function(self, trains: bool) -> None:
-        """The whole body of a function called every step behaves like a loop body."""
+    def enter_hot_function(self, trains: bool, generates: bool = False) -> None:
+        """The whole body of a function called every step behaves like a loop body (of a generation
+        loop, when the caller's loop feeds a model what it produced: `scheduler.step(...)`)."""
         frame = self.push_frame(None, over_loader=False)
         frame.steps = frame.encloses_steps = True
         frame.trains = trains
+        frame.feeds_back = generates
 
     @property
     def call_heat(self) -> str:
@@ -137,6 +142,8 @@ class HotPathTracker:
             return TRAINING
         if self.interval_depth:
             return QUIET if self.frames else ""
+        if self.in_generation_step:
+            return GENERATING
         return STEPPING if any(frame.steps for frame in self.frames) else ""
 
     @property
@@ -167,6 +174,24 @@ class HotPathTracker:
             for outer in self.frames:
                 outer.encloses_steps = True
 
+    def note_loop_assignment(self, name: str, statement: cst.CSTNode) -> None:
+        """`x_in = scheduler.scale_model_input(latents, t)` in a loop that rebinds `latents`: `x_in`
+        carries what the previous iteration left, so a model called on it feeds back too."""
+        frame = self.frames[-1]
+        frame.assigned.add(name)
+        if frame.key is None or frame.over_loader or frame.trains or not isinstance(statement, cst.Assign):
+            return
+        read = {n.value for n in sub_expressions(statement.value) if isinstance(n, cst.Name)}
+        if read & frame.carried or any(self._left_by_previous(frame, n) for n in read if n != name):
+            frame.carried.add(name)
+        else:
+            frame.carried.discard(name)
+
+    @staticmethod
+    def _left_by_previous(frame: LoopFrame, name: str) -> bool:
+        """Does `name` hold, here, what the previous iteration bound (read before this one rebinds it)?"""
+        return name in frame.rebound and name not in frame.assigned and name not in frame.targets
+
     def note_model_inputs(self, inputs: List[Tuple[cst.BaseExpression, Value]]) -> None:
         """A model is called (not trained) on accelerator values: is one of them what the previous
         iteration of this loop left (autoregressive generation, `idx = torch.cat([idx, nxt])`)?"""
@@ -176,7 +201,7 @@ class HotPathTracker:
         for expression, value in inputs:
             name = root_name(expression) if on_accelerator(value) else None
             # (read before this iteration rebinds it: the value the previous iteration left)
-            if name and name in frame.rebound and name not in frame.assigned and name not in frame.targets:
+            if name and (self._left_by_previous(frame, name) or name in frame.carried):
                 frame.feeds_back = True
 
     def note_enclosed_step(self) -> None:
@@ -217,14 +242,16 @@ class HotPathTracker:
         per_item = self.in_item_loop
         # A generation loop that collects each new token on the host (`tokens.append(nxt.item())`)
         # waits once per token; the tokens could be gathered on the device and read once.
-        # ... and one whose branch depends on a device value (`gamma = ... if s_tmin <= sigmas[i] else 0.0`)
-        # waits at every step before it can queue the next one.
-        generating = (self.collecting or how in TRUTH_TESTS) and self.in_generation_step
+        # Any other read of a device value there (`gamma = ... if s_tmin <= sigmas[i] else 0.0`, a
+        # scheduler's `(timesteps == t).nonzero().item()`) waits at every step before it can queue
+        # the next one.
+        generating = self.in_generation_step
         in_step = (self.in_training_step or (self.in_batch_step and round_trip) or per_item or generating) \
             and not self.deciding
         if on_accelerator(value) and in_step and self.first_time("sync", value, node):
             self.program.facts.host_syncs.append(HostSync(node, Operand(expr, value), how, per_item=per_item,
-                                                          per_token=bool(generating) and not per_item))
+                                                          per_token=bool(generating) and not per_item,
+                                                          collected=bool(self.collecting)))
 
     @property
     def in_generation_step(self) -> bool:

@@ -20,7 +20,7 @@ from .calls import CallEvaluator
 from .device_choice import PER_RANK, DeviceChoiceTracker, environment_key
 from .env import Env, join_envs
 from .facts import AVAILABILITY_NOT_CALLED, ApiMisuse, Operand, WrapperAttribute
-from .hot_path import TRAINING, HotPathTracker
+from .hot_path import GENERATING, TRAINING, HotPathTracker
 from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, CurrentGpu, DATASET, DEVICE, FUNCTION, HOST, HOST_PATH, LIST,
     LOADER, META, MODULE, MPS, OBJECT, OPAQUE_VALUE, OPTIMIZER, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
@@ -104,7 +104,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.optimizers_left_behind: Dict[int, list] = {}
         self.parameter_names = scope.parameters
         if hot:  # a function called from a hot loop runs every step too
-            self.enter_hot_function(trains=hot == TRAINING)
+            self.enter_hot_function(trains=hot == TRAINING, generates=hot == GENERATING)
 
     # --- facts ------------------------------------------------------------
 
@@ -427,6 +427,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
         def iteration(state: Env) -> Env:
             frame.assigned = set()  # what this iteration has bound so far; the rest is carried in
+            frame.carried = set()
             return run_once(state)
 
         try:
@@ -578,7 +579,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if isinstance(target, cst.Name):
             env.bind(target.value, value)
             if self.frames:
-                self.frames[-1].assigned.add(target.value)
+                self.note_loop_assignment(target.value, statement)
         elif isinstance(target, cst.Attribute):
             key = dotted_name(target)
             if key is not None:

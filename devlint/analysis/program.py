@@ -28,7 +28,7 @@ from .call_order import callers_first, calls_by_function, calls_in
 from .declarations import ClassInfo, FunctionInfo
 from .hot_path import is_interval_test
 from .call_args import caller_arg
-from .value_queries import is_move_call
+from .value_queries import host_data, is_move_call
 from .contexts import ContextRunner
 from .interpreter import Interpreter, Scope
 from .invocation import site_from
@@ -390,6 +390,7 @@ class Program:
                 if (value.kind == DEVICE and value.device.kind != UNGUARDED) or (
                         value.kind == HOST and (value.literal is not None or value.source == SOURCE_AVAILABILITY)) or (
                         value.kind == TUPLE and value.items and all(item.literal is not None for item in value.items)) or (
+                        value.kind in (TUPLE, LIST) and host_data(value)) or (  # numbers: `class_weights = [1.0, 2.5]`
                         value.kind == REF):  # a class or function named there (`optimizer_cls = torch.optim.AdamW`)
                     found["self." + target.value] = value
         return found
@@ -928,6 +929,26 @@ class Program:
         if receiver.kind == MODULE and result.device == self.self_device() and result.device.kind == SYMBOLIC:
             result = replace(result, device=receiver.device)
         return result
+
+    def call_super(self, name: str, node: cst.Call, args, caller, env: Env) -> Optional[Value]:
+        """`super().__init__(*args, **kwargs)` in a method of a class of this file whose base is one
+        too: the base's method, run on this same object (its fields set here are this object's)."""
+        scope = caller.scope
+        own = scope.owner.methods.get(scope.method) if scope.owner is not None else None
+        if own is None or own.node is not scope.node or own.owner is None:
+            return None
+        params = own.parameters()
+        receiver = env.get(params[0].name.value) if params else None
+        if receiver is None or receiver.ident is None:
+            return None
+        for base in own.owner.node.bases:
+            parent = caller.eval(base.value, self.module_env)
+            info = self.classes.get(parent.cls) if parent.kind == CLASS else None
+            method = self.ensure_class(info).methods.get(name) if info is not None else None
+            if method is not None:
+                done = self._invoke(method, receiver, node, args, caller, env)
+                return done.result if done is not None else None
+        return None
 
     def _class_made_at(self, ident: int) -> Optional[ClassInfo]:
         """The class of this file the allocation site `ident` instantiates (None: not one of ours)."""

@@ -160,6 +160,8 @@ NON_MODULE_BASES = frozenset({
 })
 #: Builtin mappings a class may extend (`class BatchEncoding(dict)`): built from a dict, it holds that
 #: dict's items. A subclass that redefines a lookup method may hold anything.
+#: the dataclass field specifiers whose `default=` / `default_factory=` is what an unset field holds
+FIELD_DEFAULTS = frozenset({"dataclasses.field", "attr.ib", "attrs.field"})
 #: library classes that make a dict as `dict()` does (`log_vars = OrderedDict()` filled per loss)
 DICT_CONSTRUCTORS = frozenset({"collections.OrderedDict"})
 MAPPING_BASES = frozenset({"dict", "collections.OrderedDict", "collections.UserDict", "typing.Dict", "OrderedDict"})

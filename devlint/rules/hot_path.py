@@ -80,9 +80,10 @@ for step in range(100):
         for fact in facts.host_syncs:
             every = ("for every item of every step" if fact.per_item
                      else "for every step it generates" if fact.per_token else "on every step")
-            remedy = ("keep the value it tests on the host (a schedule made once) or choose on the device "
+            remedy = ("collect the steps on the device and read them once after the loop" if fact.per_token
+                      and fact.collected
+                      else "keep the value it tests on the host (a schedule made once) or choose on the device "
                       "(`torch.where`)" if fact.per_token and fact.how in TRUTH_TESTS
-                      else "collect the steps on the device and read them once after the loop" if fact.per_token
                       else "keep it on the device or sync under a logging interval")
             yield Finding(fact.node, (
                 f"{fact.how} on {context.operand(fact.tensor)} ({context.where(fact.tensor.value)}) waits for the "

@@ -400,6 +400,19 @@ def _literal_option(call: ApiCall, keyword: str) -> Optional[bool]:
     return None
 
 
+@FUNCTIONS.on(api.FIELD_DEFAULTS)
+def field_default(call: ApiCall) -> Optional[Value]:
+    """`field(default=v)`, `field(default_factory=lambda: torch.device(...))`: what an instance built
+    without that argument holds."""
+    default = call.keyword("default")
+    if default is not None:
+        return default.value
+    factory = call.keyword("default_factory")
+    if factory is not None and isinstance(factory.node.value, cst.Lambda) and not factory.node.value.params.params:
+        return call.ev.eval(factory.node.value.body, call.env)
+    return None
+
+
 @FUNCTIONS.on(api.NAMESPACES)
 def namespace(call: ApiCall) -> Optional[Value]:
     """`SimpleNamespace(input_ids=ids)`: each attribute is the keyword's value."""
