@@ -331,7 +331,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 then_env.path, accelerated = SEVERAL_PATH, BOTH_SIDES
         depth = self.interval_depth
         # (`if step % accumulation == 0: optimizer.step()` is the training step itself, not an interval)
-        interval = (is_interval_test(node.test) or self.asks_interval(node.test)) and not self.steps_optimizer(node.body, env)
+        interval = ((is_interval_test(node.test) or self.asks_interval(node.test) or _lazy_initialisation(node))
+                    and not self.steps_optimizer(node.body, env))
         self.interval_depth += 1 if interval else 0
         try:
             then_env = self.exec_suite(node.body, then_env)
@@ -1359,6 +1360,21 @@ def _off_interval(test: cst.BaseExpression) -> bool:
         target = test.comparisons[0]
         return isinstance(target.operator, cst.NotEqual) and integer_value(target.comparator) == 0
     return False
+
+
+def _lazy_initialisation(node: cst.If) -> bool:
+    """`if self._step_index is None: self._step_index = ...`: the body runs once, the first time
+    (a cache filled on first use), not on every step."""
+    test = node.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Is) and dotted_name(test.comparisons[0].comparator) == "None"):
+        return False
+    field = dotted_name(test.left)
+    return field is not None and any(
+        isinstance(small, (cst.Assign, cst.AnnAssign)) and any(
+            dotted_name(target) == field for target in
+            ([t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]))
+        for line in node.body.body if isinstance(line, cst.SimpleStatementLine) for small in line.body)
 
 
 def _leaves(suite: cst.BaseSuite, returns: bool = True) -> bool:

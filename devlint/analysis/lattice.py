@@ -381,6 +381,11 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     for empty, other in ((a, b), (b, a)):
         if empty.kind == HOST and empty.literal == (None,) and other.kind in (TENSOR, BATCH, MODULE, OPTIMIZER, OBJECT):
             return other if other.nullable else replace(other, nullable=True)
+        if availability_split and empty.kind == HOST and empty.literal == (None,) and other.kind in (ANY, HOST) \
+                and other.literal is None and not other.source:
+            # `stream = torch.cuda.Stream() if use_cuda else None`: not None only where CUDA is, so
+            # `if stream is not None:` is an availability test
+            return Value(source=SOURCE_AVAILABILITY, nullable=True)
     # An empty list on one path and the list filled in a loop on the other: the filled one.
     for empty, filled in ((a, b), (b, a)):
         if empty.kind == LIST and not empty.items and filled.kind in (LIST, BATCH) and (filled.items or filled.kind == BATCH):

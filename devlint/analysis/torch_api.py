@@ -569,6 +569,8 @@ DEVICE_COUNT_FUNCTIONS = (".device_count",)
 #: argument (`torch.Generator("cuda")` needs CUDA as `torch.device("cuda")` does).
 DEVICE_BOUND_OBJECTS = {"torch.Generator": 0}
 
+#: CUDA-only calls that do nothing when handed None (`torch.cuda.stream(None)` selects no stream)
+NO_OP_GIVEN_NONE = frozenset({"torch.cuda.stream"})
 #: Functions that raise on a machine without CUDA (lazy CUDA initialisation fails).
 CUDA_ONLY_APIS = frozenset("torch.cuda." + name for name in (
     "synchronize", "set_device", "current_device", "get_device_name", "get_device_properties",

@@ -112,7 +112,11 @@ def cuda_only(call: ApiCall) -> Value:
         ev.program.facts.distributed.set_device = True
         index = ev.device_argument(call.args[0].node.value, call.first, env) if call.args else None
         env.current_gpu = current_gpu_after(index)
-    if not env.guarded:
+    # (`with torch.cuda.stream(stream):` with `stream = torch.cuda.Stream() if use_cuda else None`
+    # does nothing where there is no GPU: the stream is None there)
+    no_op = call.name in api.NO_OP_GIVEN_NONE and (call.first.literal == (None,) or (
+        call.first.nullable and call.first.source == SOURCE_AVAILABILITY))
+    if not env.guarded and not no_op:
         ev.record_misuse(call.node, UNGUARDED_CUDA_API, call.name)
         ev.unguarded_cuda_calls.append(call.node)
     return Value(kind=HOST, source=SOURCE_CURRENT_DEVICE if call.name in api.CURRENT_DEVICE_CALLS else "")
