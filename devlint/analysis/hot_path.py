@@ -296,6 +296,8 @@ class HotPathTracker:
         purpose: gradients flow back through the copy, and a moved one would not learn.)"""
         field = _through_same_data(receiver_node)
         key = dotted_name(field) if isinstance(field, cst.Attribute) else None
+        if key is None and isinstance(field, cst.Name):  # `target = self.real_label if real else self.fake_label`
+            key = _field_stored_in(receiver.stored)
         if id(receiver.origin) in self.program.contexts.heap.optimized_tensors:
             return False
         if self.scope.method in api.MOVE_METHODS:
@@ -375,3 +377,11 @@ def _through_same_data(node: cst.CSTNode) -> cst.CSTNode:
            and node.func.attr.value in api.TENSOR_SAME_DATA_METHODS):
         node = node.func.value
     return node
+
+
+def _field_stored_in(statement: Optional[cst.CSTNode]) -> Optional[str]:
+    """`self.real_label` for the `self.real_label = torch.tensor(1.0)` that stored a value."""
+    targets = statement.targets if isinstance(statement, cst.Assign) else ()
+    if len(targets) == 1 and isinstance(targets[0].target, cst.Attribute):
+        return dotted_name(targets[0].target)
+    return None

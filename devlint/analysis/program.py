@@ -562,12 +562,13 @@ class Program:
         return False
 
     def call_forward(self, callee: Value, node: cst.Call, args, caller, env: Env) -> Optional[Value]:
-        """`model(x)` on a module class of this file: its `forward`, run for this receiver and input."""
+        """`model(x)` on a module class of this file: its `forward`, run for this receiver and input
+        (its own `__call__`, when the class replaces nn.Module's: CycleGAN's `GANLoss`)."""
         info = self.classes.get(callee.cls)
         if info is None or callee.scatters:
             return None
         self.ensure_class(info)
-        forward = info.methods.get("forward")
+        forward = info.methods.get("__call__") or info.methods.get("forward")
         if forward is None:
             return None
         done = self._invoke(forward, callee, node, args, caller, env)
