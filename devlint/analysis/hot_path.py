@@ -21,7 +21,7 @@ from .facts import (
 from .lattice import (
     BATCH, HOST, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
 )
-from .names import dotted_name, integer_value, last_identifier, root_name, sub_expressions
+from .names import dotted_name, integer_value, last_identifier, root_name, statements_in, sub_expressions
 from .rebound_fields import ANY_FIELD
 
 #: A branch on these runs only now and then: a logging or checkpoint interval.
@@ -82,16 +82,12 @@ def rebound_names(loop: cst.CSTNode) -> Set[str]:
     """Plain names a loop's body assigns (not inside nested functions or classes): what one iteration
     hands to the next (`idx = torch.cat([idx, nxt], dim=1)`)."""
     names: Set[str] = set()
-    pending = list(getattr(loop.body, "body", ()))
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, cst.AssignTarget):
-            names |= _names_in(node.target)
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-            names |= _names_in(node.target)
-        pending.extend(node.children)
+    for small, _ in statements_in(loop, enter_definitions=False):
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                names |= _names_in(target.target)
+        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
+            names |= _names_in(small.target)
     return names
 
 

@@ -166,3 +166,48 @@ def root_name(expression: cst.BaseExpression, through_attributes: bool = False) 
             expression = expression.value
         else:
             return None
+
+
+def statements_in(owner: cst.CSTNode, enter_definitions: bool = True
+                  ) -> Iterator[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]]:
+    """Every statement in the blocks of `owner` (a module, function, loop...), with the function it
+    is in (None outside any): small statements (`Assign`, `Expr`...) and compound ones, nested
+    blocks included, and nested functions and classes too unless `enter_definitions` is False.
+    Assignments are statements, so this finds them without walking any expression."""
+    pending: List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]] = [
+        (statement, owner if isinstance(owner, cst.FunctionDef) else None) for statement in _blocks_of(owner)]
+    while pending:
+        node, function = pending.pop()
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in node.body:
+                yield small, function
+            continue
+        yield node, function
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            if not enter_definitions:
+                continue
+            if isinstance(node, cst.FunctionDef):
+                function = node
+        if isinstance(node, cst.BaseCompoundStatement):
+            pending.extend((statement, function) for statement in _blocks_of(node))
+
+
+def _blocks_of(owner: cst.CSTNode) -> List[cst.CSTNode]:
+    """The statements of a node's blocks (`else`, `except`, `finally`, `case` too)."""
+    if isinstance(owner, cst.Module):
+        return list(owner.body)
+    blocks = [getattr(owner, "body", None)] + [getattr(owner, name, None) for name in ("orelse", "finalbody")]
+    blocks += list(getattr(owner, "handlers", ())) + list(getattr(owner, "cases", ()))
+    found: List[cst.CSTNode] = []
+    for block in blocks:
+        while block is not None and not isinstance(block, cst.BaseSuite):
+            if isinstance(block, cst.If):  # `elif`: an If in the orelse
+                found.append(block)
+                block = None
+            else:
+                block = getattr(block, "body", None)
+        if isinstance(block, cst.IndentedBlock):
+            found.extend(block.body)
+        elif isinstance(block, cst.SimpleStatementSuite):
+            found.append(block)
+    return found

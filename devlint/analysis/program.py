@@ -38,7 +38,7 @@ from .lattice import (
     SOURCE_AVAILABILITY, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device,
     Value, join_all, join_paths, keyed_dict, symbolic,
 )
-from .names import dotted_name, last_identifier, root_name, string_value, sub_expressions, walk
+from .names import child_nodes, dotted_name, last_identifier, root_name, string_value, sub_expressions, walk
 from .project import PROJECT_SOURCE, ProjectPlace
 
 MANUAL_REGISTRATION = frozenset({"add_module", "register_module", "register_parameter"})
@@ -165,7 +165,7 @@ class Program:
     def rebound_fields(self) -> frozenset:
         """Attribute names this file assigns after construction (see `rebound_fields`)."""
         if self._rebound is None:
-            self._rebound = fields_rebound(self.module)
+            self._rebound = fields_rebound(self.module, self.source)
         return self._rebound
 
     @property
@@ -1280,16 +1280,16 @@ def _nodes_by_function(module: cst.Module) -> Iterator[List[cst.CSTNode]]:
         if isinstance(node, cst.FunctionDef):
             functions.append(node)
         else:
-            pending.extend(node.children)
+            pending.extend(child_nodes(node))
     while functions:
-        own, pending = [], list(functions.pop().body.children)
+        own, pending = [], list(child_nodes(functions.pop().body))
         while pending:
             node = pending.pop()
             if isinstance(node, cst.FunctionDef):
                 functions.append(node)
                 continue
             own.append(node)
-            pending.extend(node.children)
+            pending.extend(child_nodes(node))
         yield own
 
 

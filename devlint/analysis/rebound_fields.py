@@ -8,37 +8,42 @@ another method replaced, and the branch stays undecided.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import FrozenSet, Optional, Set
 
 import libcst as cst
 
 from .lattice import BATCH, DEVICE, TENSOR, UNKNOWN, UNKNOWN_VALUE, Value
-from .names import child_nodes, walk
+from .names import statements_in, walk
 
 #: Every field may change: the file sets attributes by a computed name.
 ANY_FIELD = frozenset({"*"})
 
 
-def fields_rebound(module: cst.Module) -> FrozenSet[str]:
+def fields_rebound(module: cst.Module, source: str) -> FrozenSet[str]:
     """Names of attributes assigned anywhere but as `self.NAME = ...` in an `__init__`
     (ANY_FIELD when the file sets attributes by a computed name)."""
+    if _BY_NAME.search(source):  # (in a comment or a string too: then every field is taken as changing)
+        return ANY_FIELD
     names: Set[str] = set()
-    stack = [(module, False)]
-    while stack:
-        node, in_init = stack.pop()
-        if isinstance(node, cst.FunctionDef):
-            in_init = node.name.value == "__init__"
-        elif isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)):
-            for target in walk(node.target):
-                if isinstance(target, cst.Attribute) and not (in_init and _on_self(target)):
-                    names.add(target.attr.value)
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "setattr":
-            return ANY_FIELD
-        elif isinstance(node, cst.Attribute) and node.attr.value == "__dict__":
-            return ANY_FIELD
-        stack.extend((child, in_init) for child in child_nodes(node))
+    for small, function in statements_in(module):
+        if isinstance(small, cst.Assign):
+            targets = [target.target for target in small.targets]
+        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
+            targets = [small.target]
+        else:
+            continue
+        in_init = function is not None and function.name.value == "__init__"
+        for target in targets:
+            for node in walk(target):
+                if isinstance(node, cst.Attribute) and not (in_init and _on_self(node)):
+                    names.add(node.attr.value)
     return frozenset(names)
+
+
+#: `setattr(obj, name, v)`, `obj.__dict__`: attributes set by a name computed at run time
+_BY_NAME = re.compile(r"\bsetattr\s*\(|\.__dict__\b")
 
 
 def _on_self(target: cst.Attribute) -> bool:
