@@ -358,7 +358,11 @@ class Program:
             info.attrs = inherited
         if info.is_module:
             evidence = any(self._holds_state(value) for value in info.attrs.values())
-            if evidence or info.stateful:
+            if _follows_input(info):
+                # its forward moves its state to the input (`self.resampler.to(waveforms.device)`):
+                # wherever an instance is, it computes where its input is
+                info.stateful = False
+            elif evidence or info.stateful:
                 info.stateful = True
             elif info.unknown_submodule or None in verdicts:
                 info.stateful = None
@@ -1211,6 +1215,25 @@ def _acts_as_module(info: ClassInfo) -> bool:
             and isinstance(call.func.value, cst.Name) and call.func.value.value == "self"
             for method in info.methods.values() for call in calls_in(method.node.body))
     return "forward" in info.methods or info.moves_itself
+
+
+def _follows_input(info: ClassInfo) -> bool:
+    """Does the class's own `forward` move the module, or a part of it, to where an input is
+    (`self.to(x.device)`, `self.resampler.to(waveforms.device)`)?"""
+    forward = info.methods.get("forward")
+    if forward is None or forward.owner is not info:
+        return False
+    inputs = {param.name.value for param in forward.parameters()[1:]}
+    for call in calls_in(forward.node.body):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in api.MOVE_METHODS and call.args):
+            continue
+        receiver = func.value
+        on_self = (isinstance(receiver, cst.Name) and receiver.value == "self") or (
+            isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self")
+        if on_self and any(isinstance(n, cst.Name) and n.value in inputs for n in sub_expressions(call.args[0].value)):
+            return True
+    return False
 
 
 def _self_attribute_under(node: cst.BaseExpression) -> Optional[str]:
