@@ -29,7 +29,7 @@ from .lattice import (
     OPTIMIZER, OWN_FORWARD_MOVES, REF, SOURCE_CREATED, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_FACTORY,
     SELECTED, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
     SYMBOLIC, TENSOR, TOKENIZER, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of,
-    join_all, literal_of, symbolic,
+    join_all, literal_of, same_placement, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier, string_value
 from .project import PROJECT_SOURCE
@@ -629,7 +629,20 @@ class CallEvaluator:
                 self.note_moved(receiver.owner, owner.with_device(UNKNOWN), env)
         if key is not None and (receiver.kind == MODULE or discarded):
             env.values[key] = moved
+        if receiver.kind == MODULE and isinstance(receiver_node, cst.Attribute):
+            self.note_part_moved(receiver_node, moved, target, env)
         return moved
+
+    def note_part_moved(self, part_node: cst.Attribute, moved: Value, target, env) -> None:
+        """`self.stage1.to(dev0)` in a method: that object's field is moved for every method that reads
+        it, and the object as a whole is now partly there (where it is, is unknown)."""
+        owner_key = dotted_name(part_node.value)
+        owner = env.get(owner_key) if owner_key is not None else None
+        if owner is None or owner.ident is None or owner.kind not in (MODULE, OBJECT):
+            return
+        self.program.contexts.heap.store(owner.ident, part_node.attr.value, moved, strong=not owner.aliases)
+        if owner.kind == MODULE and not same_placement(owner.device, target):
+            self.note_moved(owner.ident, owner.with_device(UNKNOWN), env)
 
     def module_method(self, receiver, receiver_node, name, node, args, env) -> Value:
         answer = MODULE_METHODS.dispatch(ApiCall(name, node, args, env, self, receiver, receiver_node))
