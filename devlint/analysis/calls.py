@@ -444,12 +444,11 @@ class CallEvaluator:
         """A method the file cannot see ran on the object (a base class of another file): the tensors
         its fields held may have been replaced or moved (avalanche's `self._unpack_minibatch()`)."""
         key = dotted_name(receiver_node)
-        if key is None:
-            return
-        prefix = key + "."
-        for name, value in list(env.values.items()):
-            if name.startswith(prefix) and value.kind in (TENSOR, BATCH, LIST, TUPLE):
-                env.values[name] = UNKNOWN_VALUE
+        if key is not None:
+            prefix = key + "."
+            for name, value in list(env.values.items()):
+                if name.startswith(prefix) and value.kind in (TENSOR, BATCH, LIST, TUPLE):
+                    env.values[name] = UNKNOWN_VALUE
         if receiver.ident is not None:
             heap = self.program.contexts.heap
             for field, value in heap.fields(receiver.ident).items():
