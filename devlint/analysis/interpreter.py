@@ -963,6 +963,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return _part_of(base)
         if base.kind == HOST and base.source == SOURCE_LOADER:  # `img[..., ::-1]`: a view of that step's data
             return base
+        if base.kind == HOST and base.literal is None:  # `self.observations[batch_inds]`: host data too
+            return Value(kind=HOST)
         return UNKNOWN_VALUE
 
     def eval_dropped_operation(self, node: cst.BinaryOperation, env: Env) -> None:
