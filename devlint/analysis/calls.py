@@ -664,7 +664,7 @@ class CallEvaluator:
             return self.check_operands(node, tensors, f"{name}(...)", arithmetic=False)
         if callee.kind == ANY and _MODEL_NAME.search(name):
             self.note_step(trains=False)
-            self.note_model_inputs(self.inputs_of(args))
+            self.note_model_inputs(self.inputs_of(args), callee_node)
             inputs = [v for _, v in self.inputs_of(args) if placed(v) and not v.device.is_cpu]
             device = inputs[0].device if inputs else UNKNOWN
             return Value(kind=TENSOR, device=device, origin=node)
@@ -700,7 +700,7 @@ class CallEvaluator:
         inputs = self.inputs_of(args)
         if callee.stateful is not False:
             self.note_step(trains=False)
-            self.note_model_inputs(inputs)
+            self.note_model_inputs(inputs, callee_node)
         if callee.scatters == "DataParallel" and callee.device.is_cpu:
             if self.first_time("parallel", callee, node):
                 self.program.facts.parallel_on_cpu.append(ParallelOnCpu(node, Operand(callee_node, callee), "DataParallel"))

@@ -188,11 +188,15 @@ class HotPathTracker:
         """Does `name` hold, here, what the previous iteration bound (read before this one rebinds it)?"""
         return name in frame.rebound and name not in frame.assigned and name not in frame.targets
 
-    def note_model_inputs(self, inputs: List[Tuple[cst.BaseExpression, Value]]) -> None:
+    def note_model_inputs(self, inputs: List[Tuple[cst.BaseExpression, Value]], callee: cst.CSTNode) -> None:
         """A model is called (not trained) on accelerator values: is one of them what the previous
-        iteration of this loop left (autoregressive generation, `idx = torch.cat([idx, nxt])`)?"""
+        iteration of this loop left (autoregressive generation, `idx = torch.cat([idx, nxt])`)?
+        (Not when the loop walks the modules it calls, `for layer in self.layers: h = layer(h)`: that
+        is one forward through a stack of layers.)"""
         frame = self.frames[-1] if self.frames else None
         if frame is None or frame.key is None or frame.over_loader or frame.trains:
+            return
+        if root_name(callee, through_attributes=True) in frame.targets:
             return
         for expression, value in inputs:
             name = root_name(expression) if on_accelerator(value) else None
