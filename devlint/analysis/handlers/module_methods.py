@@ -76,6 +76,15 @@ def parts(call: ApiCall) -> Value:
     return Value(kind=LIST, items=(element,))
 
 
+@MODULE_METHODS.on("get_submodule")
+def submodule(call: ApiCall) -> Value:
+    """`model.get_submodule("layers.3")`: a part of the model, which moves with it (and which may be
+    moved on its own, leaving the model partly elsewhere)."""
+    receiver = call.receiver
+    return Value(kind=MODULE, device=receiver.device, origin=receiver.origin, via=receiver.via,
+                 owner=receiver.ident if receiver.ident is not None else receiver.owner)
+
+
 @MODULE_METHODS.on("register_buffer")
 def register_buffer(call: ApiCall) -> Optional[Value]:
     if len(call.args) < 2:
