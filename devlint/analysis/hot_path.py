@@ -21,6 +21,7 @@ from .facts import (
 from .lattice import (
     BATCH, HOST, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
 )
+from .call_order import calls_in
 from .names import dotted_name, integer_value, last_identifier, root_name, statements_in, sub_expressions
 from .rebound_fields import ANY_FIELD
 
@@ -35,7 +36,7 @@ _ROUND_TRIPS = frozenset({".cpu()", ".numpy()"})
 
 class LoopFrame:
     __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key", "made", "over_tensor",
-                 "loop", "_rebound", "assigned", "feeds_back", "carried")
+                 "loop", "_rebound", "assigned", "feeds_back", "carried", "_walks_modules")
 
     def __init__(self, targets: Set[str], over_loader: bool, key: Optional[int] = None) -> None:
         self.key = key            # the loop statement's identity: calls made in the same loop share it
@@ -53,6 +54,17 @@ class LoopFrame:
         self.feeds_back = False   # a model is called on a value the body rebinds: each step extends the last
         #: names this iteration bound from what the previous one left (`x_in = scale(latents)`)
         self.carried: Set[str] = set()
+        self._walks_modules: Optional[bool] = None
+
+    @property
+    def walks_modules(self) -> bool:
+        """Does the body call what the loop iterates over (`for layer in self.layers: h = layer(h)`)?
+        Then it is one forward through a stack of layers, not a generation loop. Found once, when
+        asked (only loops that feed a model its own output are)."""
+        if self._walks_modules is None:
+            self._walks_modules = self.loop is not None and any(
+                root_name(call.func, through_attributes=True) in self.targets for call in calls_in(self.loop.body))
+        return self._walks_modules
 
     @property
     def rebound(self) -> Set[str]:
@@ -257,7 +269,8 @@ class HotPathTracker:
     def in_generation_step(self) -> bool:
         """The body of a loop that calls a model on what its previous iteration produced."""
         frame = self.frames[-1] if self.frames else None
-        return self.interval_depth == 0 and frame is not None and frame.feeds_back and not frame.trains
+        return (self.interval_depth == 0 and frame is not None and frame.feeds_back and not frame.trains
+                and not frame.walks_modules)
 
     @property
     def in_item_loop(self) -> bool:
