@@ -17,7 +17,6 @@ from dataclasses import replace
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
-import libcst.matchers as matchers
 
 from . import torch_api as api
 from .env import Env, moved_copy
@@ -552,7 +551,7 @@ class Program:
         if index >= len(params):
             return False
         moved = _input_and_its_elements(function.node.body, params[index].name.value)
-        for call in matchers.findall(function.node.body, matchers.Call()):
+        for call in calls_in(function.node.body):
             if is_move_call(call) and root_name(call.func.value, through_attributes=True) in moved:
                 return True
             func = call.func
