@@ -480,6 +480,12 @@ class Program:
             self.contexts.heap.allocate(id(node), {key[len("self."):]: value for key, value in info.attrs.items()})
         elif instance.kind == MODULE and instance == built:  # (not moved by its own `__init__`)
             instance = self._built_where_weights_are(instance, self.contexts.heap.fields(id(node)))
+        if instance.kind == MODULE and instance.stateful is False and not _follows_input(info):
+            # a wrapper of the module it was given (k-diffusion's `VDenoiser(inner)`): its weights are
+            # that module's, which the class alone could not say
+            held = [v.stateful for v in self.contexts.heap.fields(id(node)).values() if v.kind == MODULE]
+            if any(stateful is not False for stateful in held):
+                instance = replace(instance, stateful=True if True in held else None)
         return instance
 
     @staticmethod
