@@ -5,11 +5,11 @@ from dataclasses import replace
 from typing import Optional
 
 from .. import torch_api as api
-from ..lattice import (
-    ANY, BATCH, FUNCTION, HOST, METHOD, LIST, MODULE, OBJECT, RANGE, REF, SOURCE_AVAILABILITY, TENSOR, TUPLE, UNKNOWN_VALUE, Source, Value,
-    container_of, keyed_dict, surely_not_none)
-from ..names import isinstance_types, string_value
 from ..call_args import caller_arg
+from ..lattice import (
+    ANY, BATCH, FUNCTION, HOST, LIST, METHOD, MODULE, OBJECT, RANGE, REF, SOURCE_AVAILABILITY, TENSOR, TUPLE,
+    UNKNOWN_VALUE, Source, Value, container_of, keyed_dict, surely_not_none)
+from ..names import isinstance_types, string_value
 from .registry import ApiCall, Registry
 
 BUILTINS = Registry("builtins")
@@ -126,7 +126,8 @@ def map_(call: ApiCall) -> Optional[Value]:
     """`map(self.to_torch, arrays)` with a function or method of the project: what it returns for
     an element, for each element."""
     args = call.args
-    if len(args) != 2 or any(a.keyword is not None or a.node.star for a in args) or call.first.kind not in (FUNCTION, METHOD):
+    if len(args) != 2 or any(a.keyword is not None or a.node.star for a in args) \
+            or call.first.kind not in (FUNCTION, METHOD):
         return None
     iterable = args[1]
     element = call.ev.element_of(iterable.value, iterable.node.value, call.node, call.env)
