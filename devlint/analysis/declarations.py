@@ -81,6 +81,8 @@ class ClassInfo:
         self.init_seed: Optional[Dict[str, Value]] = None  # what `__init__` inherits from base classes
         self.moves_input: Optional[bool] = None  # its `forward` moves its first input (see `moves_own_input`)
         self.state = "new"  # new -> running -> done
+        #: its `forward` moves its own state to where an input is (see `program._follows_input`)
+        self.follows_input: Optional[bool] = None
         for statement in node.body.body:
             if isinstance(statement, cst.FunctionDef):
                 self.methods[statement.name.value] = FunctionInfo(statement, self, outer)

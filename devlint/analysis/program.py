@@ -1224,7 +1224,13 @@ def _acts_as_module(info: ClassInfo) -> bool:
 
 def _follows_input(info: ClassInfo) -> bool:
     """Does the class's own `forward` move the module, or a part of it, to where an input is
-    (`self.to(x.device)`, `self.resampler.to(waveforms.device)`)?"""
+    (`self.to(x.device)`, `self.resampler.to(waveforms.device)`)? Found once per class."""
+    if info.follows_input is None:
+        info.follows_input = _forward_moves_self_to_input(info)
+    return info.follows_input
+
+
+def _forward_moves_self_to_input(info: ClassInfo) -> bool:
     forward = info.methods.get("forward")
     if forward is None or forward.owner is not info:
         return False

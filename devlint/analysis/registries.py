@@ -9,9 +9,11 @@ the decorator would when the class statement runs.
 """
 from __future__ import annotations
 
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
+
+from .names import statements_in
 
 
 def stores_of(function: cst.FunctionDef, called: bool) -> List[cst.Name]:
@@ -25,7 +27,7 @@ def stores_of(function: cst.FunctionDef, called: bool) -> List[cst.Name]:
         return []
     given = params[0].name.value
     local = _bound_names(storer)
-    return [target.value for target, value in _subscript_stores(storer.body)
+    return [target.value for target, value in _subscript_stores(storer)
             if isinstance(value, cst.Name) and value.value == given
             and isinstance(target.value, cst.Name) and target.value.value not in local]
 
@@ -41,27 +43,19 @@ def _returned_inner(factory: cst.FunctionDef) -> Optional[cst.FunctionDef]:
     return None
 
 
-def _subscript_stores(suite: cst.BaseSuite) -> Iterator[tuple]:
-    """(`NAME[key]` target, assigned value) of the plain assignments in a body, its branches included."""
-    for statement in suite.body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Assign):
-                    for target in small.targets:
-                        if isinstance(target.target, cst.Subscript):
-                            yield target.target, small.value
-        elif isinstance(statement, cst.If):
-            yield from _subscript_stores(statement.body)
-            if isinstance(statement.orelse, cst.Else):
-                yield from _subscript_stores(statement.orelse.body)
+def _subscript_stores(function: cst.FunctionDef) -> Iterator[Tuple[cst.Subscript, cst.BaseExpression]]:
+    """(`NAME[key]` target, assigned value) of the plain assignments in the function's own body."""
+    for small, _ in statements_in(function, enter_definitions=False):
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                if isinstance(target.target, cst.Subscript):
+                    yield target.target, small.value
 
 
-def _bound_names(function: cst.FunctionDef) -> set:
+def _bound_names(function: cst.FunctionDef) -> Set[str]:
     """Parameters and names the function assigns: a dict of its own is no registry."""
     names = {p.name.value for p in function.params.params + function.params.kwonly_params}
-    for statement in function.body.body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Assign):
-                    names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+    for small, _ in statements_in(function, enter_definitions=False):
+        if isinstance(small, cst.Assign):
+            names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
     return names

@@ -158,12 +158,12 @@ NON_MODULE_BASES = frozenset({
     "torch.utils.data.dataset.IterableDataset", "torch.utils.data.Sampler", "torch.utils.data.sampler.Sampler",
     "unittest.TestCase", "abc.ABC",
 })
-#: Builtin mappings a class may extend (`class BatchEncoding(dict)`): built from a dict, it holds that
-#: dict's items. A subclass that redefines a lookup method may hold anything.
 #: the dataclass field specifiers whose `default=` / `default_factory=` is what an unset field holds
 FIELD_DEFAULTS = frozenset({"dataclasses.field", "attr.ib", "attrs.field"})
 #: library classes that make a dict as `dict()` does (`log_vars = OrderedDict()` filled per loss)
 DICT_CONSTRUCTORS = frozenset({"collections.OrderedDict"})
+#: Builtin mappings a class may extend (`class BatchEncoding(dict)`): built from a dict, it holds that
+#: dict's items. A subclass that redefines a lookup method may hold anything.
 MAPPING_BASES = frozenset({"dict", "collections.OrderedDict", "collections.UserDict", "typing.Dict", "OrderedDict"})
 #: Objects whose attributes are the keywords they are built with.
 NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
