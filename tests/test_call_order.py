@@ -5,12 +5,13 @@ import textwrap
 
 import libcst as cst
 
-from devlint.analysis.call_order import MAX_SAME_NAME, callers_first, calls_by_function
+from devlint.analysis.call_order import MAX_SAME_NAME, callers_first
+from devlint.analysis.function_syntax import index_functions
 
 
 def _parsed(source: str):
     module = cst.parse_module(textwrap.dedent(source))
-    return [node for node in module.body if isinstance(node, cst.FunctionDef)], calls_by_function(module)
+    return [node for node in module.body if isinstance(node, cst.FunctionDef)], index_functions(module)
 
 
 def _by_name(call: cst.Call):
@@ -19,7 +20,7 @@ def _by_name(call: cst.Call):
 
 def _order(source: str):
     functions, calls = _parsed(source)
-    return [f.name.value for f in callers_first(functions, lambda f: f, _by_name, calls)]
+    return [f.name.value for f in callers_first(functions, lambda f: f, _by_name, lambda f: calls[id(f)].calls)]
 
 
 def test_a_helper_defined_above_its_caller_comes_after_it():
@@ -63,25 +64,28 @@ def test_a_name_shared_by_many_functions_orders_nothing():
 
 
 class _Everything(cst.CSTVisitor):
-    """libcst's own walk, as the reference: every node it visits, and the calls under each function."""
+    """libcst's own walk, as the reference: every node it visits."""
 
     def __init__(self) -> None:
         self.nodes = []
-        self.calls = {}
-        self.open = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self.nodes.append(node)
-        if isinstance(node, cst.FunctionDef):
-            self.open.append(self.calls.setdefault(id(node), []))
-        if isinstance(node, cst.Call):
-            for found in self.open:
-                found.append(node)
         return True
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        if isinstance(original_node, cst.FunctionDef):
-            self.open.pop()
+
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.calls = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+
+def _reference_body_calls(function: cst.FunctionDef):
+    visitor = _Calls()
+    function.body.visit(visitor)
+    return {id(call) for call in visitor.calls}
 
 
 def test_the_field_walk_meets_every_node_but_layout_and_every_call():
@@ -101,6 +105,9 @@ def test_the_field_walk_meets_every_node_but_layout_and_every_call():
         missing = [type(node).__name__ for node in reference.nodes
                    if id(node) not in walked and not isinstance(node, layout)]
         assert not missing, f"{path.name}: the walk skips {sorted(set(missing))}"
-        calls = calls_by_function(module)
-        assert {key: {id(c) for c in found} for key, found in calls.items()} == \
-            {key: {id(c) for c in found} for key, found in reference.calls.items()}, path.name
+        functions = [node for node in reference.nodes if isinstance(node, cst.FunctionDef)]
+        index = index_functions(module)
+        assert set(index) == {id(function) for function in functions}, path.name
+        for function in functions:
+            assert {id(call) for call in index[id(function)].calls} == _reference_body_calls(function), \
+                f"{path.name}: {function.name.value}"

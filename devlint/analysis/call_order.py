@@ -15,7 +15,7 @@ from typing import Callable, Dict, Iterable, List, Sequence, Set, Tuple, TypeVar
 
 import libcst as cst
 
-from .names import child_nodes, walk
+from .names import walk
 
 T = TypeVar("T")
 #: A name that many functions share (`forward` in every class of a large file) orders nothing:
@@ -23,37 +23,21 @@ T = TypeVar("T")
 MAX_SAME_NAME = 8
 
 
-def calls_by_function(module: cst.Module) -> Dict[int, List[cst.Call]]:
-    """`id(function) -> the calls in its body` (nested functions' calls too: they may run), in one
-    pass over the module."""
-    calls: Dict[int, List[cst.Call]] = {}
-    stack: List[Tuple[cst.CSTNode, Tuple[List[cst.Call], ...]]] = [(module, ())]
-    while stack:
-        node, open_lists = stack.pop()
-        kind = type(node)
-        if kind is cst.Call:
-            for found in open_lists:
-                found.append(node)
-        elif kind is cst.FunctionDef:
-            open_lists = open_lists + (calls.setdefault(id(node), []),)
-        stack.extend((child, open_lists) for child in child_nodes(node))
-    return calls
-
-
 def callers_first(items: Sequence[T], node_of: Callable[[T], cst.FunctionDef],
-                  callee_names: Callable[[cst.Call], Iterable[str]], calls: Dict[int, List[cst.Call]]) -> List[T]:
+                  callee_names: Callable[[cst.Call], Iterable[str]],
+                  calls_of: Callable[[T], Iterable[cst.Call]]) -> List[T]:
     """`items` reordered so each comes after the items whose bodies call it.
 
     `callee_names(call)` gives the names a call may reach (`helper` for `helper(x)`,
     `step` for `self.step(x)`); an item is called when one of them is its function's name.
-    `calls` holds each function's calls (`calls_by_function`).
+    `calls_of(item)` gives the calls of its function's body (`FunctionInfo.calls`).
     """
     by_name: Dict[str, List[int]] = {}
     for index, item in enumerate(items):
         by_name.setdefault(node_of(item).name.value, []).append(index)
     callers: List[Set[int]] = [set() for _ in items]
     for index, item in enumerate(items):
-        for call in calls.get(id(node_of(item)), ()):
+        for call in calls_of(item):
             for name in callee_names(call):
                 candidates = by_name.get(name, ())
                 if len(candidates) > MAX_SAME_NAME:

@@ -15,14 +15,18 @@ from . import torch_api as api
 from .call_order import calls_in
 from .env import Env
 from .facts import FileFacts
+from .function_syntax import FunctionSyntax
 from .lattice import Device, Value
 from .names import dotted_name
 from .project import ProjectPlace
 
 
 class FunctionInfo:
-    def __init__(self, node: cst.FunctionDef, owner: Optional["ClassInfo"], outer: List[Env]) -> None:
+    def __init__(self, node: cst.FunctionDef, owner: Optional["ClassInfo"], outer: List[Env],
+                 syntax: Optional[FunctionSyntax] = None) -> None:
         self.node = node
+        #: what its text contains, from the module's one walk (`function_syntax`)
+        self._syntax = syntax
         self.owner = owner
         self.outer = outer
         self.result: Optional[Value] = None
@@ -37,13 +41,20 @@ class FunctionInfo:
         return self.node.name.value
 
     @property
+    def calls(self) -> List[cst.Call]:
+        """Every call in the body, nested functions' included (they may run)."""
+        if self._syntax is None:  # (a function the module's index has not seen: walk it alone)
+            self._syntax = FunctionSyntax(calls=list(calls_in(self.node.body)))
+        return self._syntax.calls
+
+    @property
     def handled_parameters(self) -> Set[str]:
         """Parameters a call may move: the body moves them (`model.to(...)`) or hands them, as
         they are, to other code (`setup(model)`)."""
         if self._moves is None:
             params = {p.name.value for p in self.parameters()}
             self._moves = set()
-            for call in calls_in(self.node.body):
+            for call in self.calls:
                 self._moves |= _moved_or_passed(call, params)
         return self._moves
 
@@ -62,7 +73,7 @@ class FunctionInfo:
 
 
 class ClassInfo:
-    def __init__(self, node: cst.ClassDef, outer: List[Env]) -> None:
+    def __init__(self, node: cst.ClassDef, outer: List[Env], syntax: Dict[int, FunctionSyntax] = None) -> None:
         self.node = node
         self.name = node.name.value
         self.outer = outer
@@ -85,7 +96,7 @@ class ClassInfo:
         self.follows_input: Optional[bool] = None
         for statement in node.body.body:
             if isinstance(statement, cst.FunctionDef):
-                self.methods[statement.name.value] = FunctionInfo(statement, self, outer)
+                self.methods[statement.name.value] = FunctionInfo(statement, self, outer, (syntax or {}).get(id(statement)))
 
 def _moved_or_passed(call: cst.Call, params: Set[str]) -> Set[str]:
     found = {arg.value.value for arg in call.args if isinstance(arg.value, cst.Name) and arg.value.value in params}

@@ -23,7 +23,8 @@ from .env import Env, moved_copy
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState, caller_chains
 from .rebound_fields import as_seen_unseeded, fields_rebound
 from .apply_overrides import attributes_applied
-from .call_order import callers_first, calls_by_function, calls_in
+from .call_order import callers_first
+from .function_syntax import FunctionSyntax, index_functions
 from .declarations import ClassInfo, FunctionInfo
 from .hot_path import is_interval_test
 from .call_args import caller_arg
@@ -110,7 +111,7 @@ class Program:
         self.hot_reported: Set[tuple] = set()
         #: calls of this file's functions interpreted in context, and the heap of objects they build
         self.contexts = ContextRunner(self, len(source))
-        self._cpu_paths: Dict[int, bool] = {}
+        self._syntax: Optional[Dict[int, FunctionSyntax]] = None
 
     # --- driver -------------------------------------------------------------
 
@@ -124,8 +125,7 @@ class Program:
         reached = self.contexts.reached
         for info in self.class_order:
             self.ensure_class(info)
-        calls = calls_by_function(self.module)
-        for info in callers_first(list(self.functions.values()), _node_of, _called_by_name, calls):
+        for info in callers_first(list(self.functions.values()), _node_of, _called_by_name, _calls_of):
             arguments, hot = self._calls_from_other_files(info)
             self.analyse(info, arguments=arguments, hot=hot, silent=id(info.node) in reached)
         for info in self.class_order:  # constructors no call read in context: their generic facts
@@ -134,7 +134,7 @@ class Program:
                 self.reanalyse(init, seed=info.init_seed)
         # (each method once: a class's table also lists the methods it inherits)
         methods = list({id(method.node): method for info in self.class_order for method in info.methods.values()}.values())
-        for method in callers_first(methods, _node_of, _called_on_self, calls):
+        for method in callers_first(methods, _node_of, _called_on_self, _calls_of):
             self.analyse(method, silent=id(method.node) in reached)
         if self._text_offers_cpu_path and not self.place.is_test_module:
             for info in list(self.functions.values()) + methods:
@@ -155,10 +155,17 @@ class Program:
         context: a file whose text does neither answers without rendering its functions.)"""
         if not self._text_offers_cpu_path:
             return False
-        found = self._cpu_paths.get(id(function))
-        if found is None:
-            found = self._cpu_paths[id(function)] = any(_offers_cpu_path(node) for node in walk(function))
-        return found
+        syntax = self.syntax.get(id(function))
+        if syntax is None:  # (not a function of this file)
+            return any(_offers_cpu_path(node) for node in walk(function))
+        return syntax.offers_cpu_path
+
+    @property
+    def syntax(self) -> Dict[int, FunctionSyntax]:
+        """What each function of the file contains (`function_syntax`), from one walk."""
+        if self._syntax is None:
+            self._syntax = index_functions(self.module, _offers_cpu_path if self._text_offers_cpu_path else None)
+        return self._syntax
 
     @property
     def rebound_fields(self) -> frozenset:
@@ -229,7 +236,7 @@ class Program:
     # --- declarations -----------------------------------------------------------
 
     def declare_function(self, node: cst.FunctionDef, scope: Scope, env: Env) -> Value:
-        self.functions[id(node)] = FunctionInfo(node, None, [env] + scope.outer)
+        self.functions[id(node)] = FunctionInfo(node, None, [env] + scope.outer, self.syntax.get(id(node)))
         if _answers_interval_test(node):
             self.interval_predicates.add(node.name.value)
         return Value(kind=FUNCTION, cls=node.name.value, origin=node)
@@ -253,7 +260,7 @@ class Program:
     def declare_class(self, node: cst.ClassDef, scope: Scope, env: Env) -> Value:
         if node.name.value.endswith(api.CONFIG_CLASS_SUFFIXES):
             self._note_config_defaults(node)
-        info = ClassInfo(node, [env] + scope.outer)
+        info = ClassInfo(node, [env] + scope.outer, self.syntax)
         self.classes[info.name] = info
         self.interval_predicates.update(item.name.value for item in node.body.body
                                          if isinstance(item, cst.FunctionDef) and _answers_interval_test(item))
@@ -557,7 +564,7 @@ class Program:
         if index >= len(params):
             return False
         moved = _input_and_its_elements(function.node.body, params[index].name.value)
-        for call in calls_in(function.node.body):
+        for call in function.calls:
             if is_move_call(call) and root_name(call.func.value, through_attributes=True) in moved:
                 return True
             func = call.func
@@ -1058,7 +1065,7 @@ def _builds_submodules(info: FunctionInfo, owner: "ClassInfo") -> bool:
 
 
 def _registers_parts(info: FunctionInfo, owner: "ClassInfo") -> bool:
-    for call in calls_in(info.node.body):
+    for call in info.calls:
         func = call.func
         if not isinstance(func, cst.Attribute):
             continue
@@ -1150,6 +1157,10 @@ def _node_of(info: FunctionInfo) -> cst.FunctionDef:
     return info.node
 
 
+def _calls_of(info: FunctionInfo) -> List[cst.Call]:
+    return info.calls
+
+
 def _called_by_name(call: cst.Call) -> Tuple[str, ...]:
     """`helper(x)` may call the file's function `helper`."""
     return (call.func.value,) if isinstance(call.func, cst.Name) else ()
@@ -1218,7 +1229,7 @@ def _acts_as_module(info: ClassInfo) -> bool:
         info.moves_itself = any(
             isinstance(call.func, cst.Attribute) and call.func.attr.value in api.MOVE_METHODS
             and isinstance(call.func.value, cst.Name) and call.func.value.value == "self"
-            for method in info.methods.values() for call in calls_in(method.node.body))
+            for method in info.methods.values() for call in method.calls)
     return "forward" in info.methods or info.moves_itself
 
 
@@ -1235,7 +1246,7 @@ def _forward_moves_self_to_input(info: ClassInfo) -> bool:
     if forward is None or forward.owner is not info:
         return False
     inputs = {param.name.value for param in forward.parameters()[1:]}
-    for call in calls_in(forward.node.body):
+    for call in forward.calls:
         func = call.func
         if not (isinstance(func, cst.Attribute) and func.attr.value in api.MOVE_METHODS and call.args):
             continue
