@@ -97,6 +97,10 @@ def main(argv: list) -> int:
     if not folders:
         print(__doc__)
         return 2
+    missing = [folder for folder in folders if not os.path.isdir(folder)]
+    if missing:
+        print(f"score_unseen: not a folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
     command = shlex.split(os.environ.get("DEVLINT_CMD", "devlint"))
     total = dict.fromkeys(COUNTS, 0)
     for folder in folders:

@@ -19,7 +19,7 @@ from .facts import (
     HotPathWaste, LoaderFeed, Operand,
 )
 from .lattice import (
-    BATCH, HOST, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
+    BATCH, DEVICE, HOST, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
 )
 from .call_order import calls_in
 from .names import dotted_name, integer_value, last_identifier, root_name, statements_in, sub_expressions
@@ -315,6 +315,12 @@ class HotPathTracker:
             return False
         if self.scope.method in api.MOVE_METHODS:
             return False  # (a batch's own `to()` moving its fields: how a batch moves, once per batch)
+        owner = self.scope.owner
+        if owner is None or not (owner.is_module or _keeps_a_device(owner)):
+            # (a plain object that is never told the device, a noise scheduler built before anyone
+            # knows it, can neither register a buffer nor move the tensor once: copying its table to
+            # where the input is, `self.alphas_cumprod.to(sample.device)`, is how such code is written)
+            return False
         rebound = self.program.rebound_fields
         if key is None or ANY_FIELD == rebound or key.rsplit(".", 1)[-1] in rebound:
             return False  # (a field the object replaces itself, `self.pe = self.pe.to(x.device)`: moved once)
@@ -390,6 +396,12 @@ def _through_same_data(node: cst.CSTNode) -> cst.CSTNode:
            and node.func.attr.value in api.TENSOR_SAME_DATA_METHODS):
         node = node.func.value
     return node
+
+
+def _keeps_a_device(owner) -> bool:
+    """Does an object of this class hold a device (`self.device = device`)? It could move its
+    tensors there once."""
+    return any(value.kind == DEVICE or api.is_device_name(name.rsplit(".", 1)[-1]) for name, value in owner.attrs.items())
 
 
 def _field_stored_in(statement: Optional[cst.CSTNode]) -> Optional[str]:
