@@ -25,7 +25,7 @@ from .handlers.registry import ApiCall
 from .handlers.tensor_methods import TENSOR_METHODS
 from .handlers.torch_functions import FUNCTIONS
 from .lattice import (
-    ANY, BATCH, CLASS, CPU, CUDA, DEVICE, DISTRIBUTION, FUNCTION, HOST, HOST_PATH, LIST, METHOD, MODULE, OBJECT,
+    ANY, BATCH, CLASS, CPU, CUDA, DEVICE, DISTRIBUTION, FUNCTION, HOST, HOST_PATH, LIST, LOADER, METHOD, MODULE, OBJECT,
     OPTIMIZER, OWN_FORWARD_MOVES, REF, SOURCE_CREATED, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_FACTORY,
     SELECTED, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
     SYMBOLIC, TENSOR, TOKENIZER, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of,
@@ -50,6 +50,10 @@ _INPUT_KEYWORDS = frozenset({"input", "inputs", "x", "input_ids", "pixel_values"
 #: Recurrent state handed to a model beside its input: it must live on the model's device.
 _STATE_NAME = re.compile(r"^(hidden|hx|h0|c0|h|c|state|states|hidden_state|memory)$", re.IGNORECASE)
 _OPTIMIZER_NAME = re.compile(r"(^|_)(optim|optimizer|optimiser|opt)(_\w+)?$", re.IGNORECASE)
+
+
+#: What an argument of these kinds hands on cannot move a module: a number, a device, a tensor.
+_HOLDS_NO_MODULE = frozenset({HOST, DEVICE, TENSOR, TOKENIZER, CLASS, FUNCTION, LOADER, OPTIMIZER})
 
 
 class CallEvaluator:
@@ -339,8 +343,8 @@ class CallEvaluator:
         """Modules handed to code we cannot see may be moved by it (hooks, dispatch, offload)."""
         for arg in args:
             root = dotted_name(arg.node.value)
-            if root is None:
-                continue
+            if root is None or arg.value.kind in _HOLDS_NO_MODULE:
+                continue  # (`self.in_features` hands a number on, not the module it is read from)
             root = root.split(".", 1)[0]
             value = self.lookup(root, env)
             if value is not None and value.kind in (MODULE, ANY) and (value.device.known or value.source == PROJECT_SOURCE):
@@ -672,6 +676,31 @@ class CallEvaluator:
             self.escape(args, env)
         return UNKNOWN_VALUE
 
+    def left_behind_part_called(self, part: Value, part_node, node: cst.Call, operation: str, env) -> Value:
+        """`self.fc(x)` in `forward`, where `fc` was replaced by a new CPU module after the model moved:
+        the call that fails at run time, reported with the module it was read from."""
+        owner = self.eval(part_node.value, env) if isinstance(part_node, cst.Attribute) else None
+        if (owner is not None and owner.kind == MODULE and owner.device.is_accelerator
+                and not self.stray_reported(part.stray) and self.first_time("part", part, node)):
+            self.program.facts.mismatches.append(DeviceMismatch(
+                node, MODEL_CALL, Operand(part_node.value, owner), Operand(part_node, part), operation,
+                replaced_by=part.stray))
+        return Value(kind=TENSOR, origin=node)
+
+    def stray_reported(self, stray: cst.CSTNode) -> bool:
+        """Was the part this assignment left on the CPU reported already (one root cause: a wrapper
+        running it on one machine, the bare model calling it on another)?"""
+        facts = self.program.facts
+        target = stray.targets[0].target if isinstance(stray, cst.Assign) else None
+        return (any(m.replaced_by is stray for m in facts.mismatches)
+                or any(f.module.node is target for f in facts.parallel_on_cpu))
+
+    def part_reported_inside(self, callee: Value, node: cst.Call, args: List[Arg], env) -> bool:
+        """Run the module's own `forward`: did it call the part left behind (reported there, where
+        it fails)? Otherwise the call of the whole module reports it."""
+        self.program.call_forward(callee, node, args, self, env)
+        return any(m.replaced_by is callee.stray and m.node is not node for m in self.program.facts.mismatches)
+
     def inputs_of(self, args: List[Arg]) -> List[Tuple[cst.CSTNode, Value]]:
         inputs = []
         for arg in args:
@@ -705,15 +734,18 @@ class CallEvaluator:
             if self.first_time("parallel", callee, node):
                 self.program.facts.parallel_on_cpu.append(ParallelOnCpu(node, Operand(callee_node, callee), "DataParallel"))
             return Value(kind=TENSOR, origin=node)  # reported here: what it returns is no new root cause
+        own_forward = env is not None and operation in ("call", "forward") and callee.cls in self.program.classes
+        if callee.stray is not None and callee.kind == MODULE and callee.device.is_cpu and env is not None:
+            return self.left_behind_part_called(callee, callee_node, node, operation, env)
         part = replaced_part(callee)
-        if part is not None and self.first_time("part", callee, node):
+        if part is not None:
             if callee.scatters and callee.scatters != OWN_FORWARD_MOVES:
-                self.program.facts.parallel_on_cpu.append(ParallelOnCpu(node, part, callee.scatters))
-            else:
+                if not self.stray_reported(callee.stray) and self.first_time("part", callee, node):
+                    self.program.facts.parallel_on_cpu.append(ParallelOnCpu(node, part, callee.scatters))
+            elif not (own_forward and self.part_reported_inside(callee, node, args, env)) and self.first_time("part", callee, node):
                 self.program.facts.mismatches.append(DeviceMismatch(
                     node, MODEL_CALL, Operand(callee_node, callee), part, operation, replaced_by=callee.stray))
-            return Value(kind=TENSOR, origin=node)  # reported here: what it returns is no new root cause
-        own_forward = env is not None and operation in ("call", "forward") and callee.cls in self.program.classes
+            return Value(kind=TENSOR, origin=node)  # reported: what it returns is no new root cause
         if callee.stateful is False and not own_forward:  # a loss or activation module: its inputs meet each other
             if callee.cls in api.HOST_TARGET_LOSSES:
                 inputs = inputs[:1]

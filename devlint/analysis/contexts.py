@@ -238,7 +238,7 @@ class ContextRunner:
         seen = {}
         for field, value in fields.items():
             if receiver.kind == MODULE and owner is not None and info.name != "__init__":
-                value = program.follows_module(value, owner, receiver.device, receiver.origin)
+                value = program.follows_module(value, owner, receiver.device, receiver.origin, receiver.stray)
             seen[f"{name}.{field}"] = value
         return seen
 

@@ -590,11 +590,14 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                     value = replace(value, stored=statement)
                 owner = self.lookup(key.rsplit(".", 1)[0], env) if key.count(".") == 1 else None
                 value = self.replaced_buffer(key, value, owner, statement)
+                left_behind = owner is not None and _left_behind(owner, value)
+                if left_behind:  # (the part itself says so: calls of it in `forward` are where it fails)
+                    value = replace(value, stray=statement)
                 env.bind(key, value)
                 if owner is not None and owner.ident is not None and owner.kind in (MODULE, OBJECT):
                     # the object's field, seen by every alias and method (weakly when it is one of several)
                     self.program.contexts.heap.store(owner.ident, target.attr.value, value, strong=not owner.aliases)
-                if owner is not None and _left_behind(owner, value):
+                if left_behind:
                     self.note_part_left_behind(key.rsplit(".", 1)[0], owner, statement, env)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements

@@ -427,7 +427,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         source=a.source if a.source == b.source else _mixed(a, b, device),
         ident=a.ident if a.ident == b.ident else None,
         cls=a.cls if a.cls == b.cls else "",
-        stateful=a.stateful if a.stateful == b.stateful else None,
+        stateful=_joined_stateful(a.stateful, b.stateful),
         scatters=a.scatters if a.scatters == b.scatters else "",
         scalar=a.scalar if a.scalar == b.scalar else None,
         parameter=a.parameter and b.parameter,
@@ -439,11 +439,22 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         aliases=_joined_aliases(a, b),
         owner=a.owner if a.owner == b.owner else None,
         alternatives=alternatives,
-        stray=a.stray if a.stray == b.stray else None,  # left behind on one path only: unknown
+        # a part left behind on some path (`if n != model.num_classes: model.reset_classifier(n)`)
+        # is there on that path, as a path that never replaced it would not hide it at run time
+        stray=a.stray or b.stray,
         nullable=a.nullable or b.nullable,
         keyed=_joined_keys(a, b),
         prefixed_by=a.prefixed_by or b.prefixed_by,  # prefixed on some path: on those machines
     )
+
+
+def _joined_stateful(a: Optional[bool], b: Optional[bool]) -> Optional[bool]:
+    """Weights on one path and none on the other (`nn.Identity()` or `nn.Linear(...)` from a
+    head factory) are weights on that path: what holds only there still holds there. Unknown
+    on either side stays unknown."""
+    if a == b:
+        return a
+    return True if a is not None and b is not None else None
 
 
 def tensor_side(value: Value) -> Optional[Value]:

@@ -424,11 +424,15 @@ class Program:
         if value is None:
             return UNKNOWN_VALUE
         if base.kind == MODULE:
-            return self.follows_module(value, info, base.device, base.origin)
+            return self.follows_module(value, info, base.device, base.origin, base.stray)
         return value
 
-    def follows_module(self, value: Value, info: ClassInfo, device: Device, moved_at: Optional[cst.CSTNode] = None) -> Value:
-        """An attribute as seen after the module moved to `device` (at `moved_at`, for messages)."""
+    def follows_module(self, value: Value, info: ClassInfo, device: Device, moved_at: Optional[cst.CSTNode] = None,
+                       stray: Optional[cst.CSTNode] = None) -> Value:
+        """An attribute as seen after the module moved to `device` (at `moved_at`, for messages).
+        `stray` is the part the module left on the CPU since it last moved (see `Value.stray`)."""
+        if value.kind == MODULE and value.stray is not None and value.stray is stray:
+            return value  # replaced by a new CPU module after the move: there until the next move
         if value.kind == TENSOR and value.parameter and value.stray is not None:
             return value  # a buffer replaced after the module moved: where it was made, until the next move
         if value.kind == MODULE or (value.kind == TENSOR and value.parameter):

@@ -24,8 +24,8 @@ def is_move_call(node) -> bool:
 def replaced_part(module: Value) -> Optional[Operand]:
     """The part a module left on the CPU (`model.fc = nn.Linear(...)` after its move), as an operand."""
     statement = module.stray
-    if not isinstance(statement, cst.Assign) or module.kind != MODULE:
-        return None
+    if not isinstance(statement, cst.Assign) or module.kind != MODULE or module.device.is_cpu:
+        return None  # (a CPU module with a stray is the part itself, not the model it was put in)
     return Operand(statement.targets[0].target, Value(kind=MODULE, device=CPU, origin=statement.value, stateful=True))
 
 

@@ -82,9 +82,9 @@ out = model(x)
                 continue
             if mismatch.replaced_by is not None:
                 yield Finding(mismatch.node, (
-                    f"{context.operand(mismatch.anchor)} was moved to {context.where(mismatch.anchor.value)}, but "
-                    f"{context.operand(mismatch.offender)} was then replaced on line {context.line_of(mismatch.replaced_by)} "
-                    "by a new module on the CPU; move the model again after replacing the part"))
+                    f"{context.operand(mismatch.offender)} was replaced on line {context.line_of(mismatch.replaced_by)} "
+                    f"by a new module on the CPU after {context.operand(mismatch.anchor)} moved to "
+                    f"{context.where(mismatch.anchor.value)}; move the model again after replacing the part"))
                 continue
             yield Finding(mismatch.node, (
                 f"{context.operand(mismatch.anchor)} is on {context.where(mismatch.anchor.value)} but its input "
