@@ -24,6 +24,7 @@ from .handlers.module_methods import MODEL_CALL_METHODS, MODULE_METHODS, model_c
 from .handlers.registry import ApiCall
 from .handlers.tensor_methods import TENSOR_METHODS
 from .handlers.torch_functions import FUNCTIONS
+from .heap import function_key
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DEVICE, DISTRIBUTION, FUNCTION, HOST, HOST_PATH, LIST, LOADER, METHOD, MODULE, OBJECT,
     OPTIMIZER, OWN_FORWARD_MOVES, REF, SOURCE_CREATED, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_FACTORY,
@@ -391,13 +392,21 @@ class CallEvaluator:
         loaded = heap.optimizer_state
         for value in _held_optimizers(env.values.values(), receiver.ident) + heap.optimizers_of(receiver.ident):
             if value.device.is_cpu and heap.built_on_current(value, receiver.ident):
-                state_at = value.state_at or (loaded.get(id(value.origin)) if value.origin is not None else None)
+                state_at, inside = value.state_at, None
+                if state_at is None and value.origin is not None and id(value.origin) in loaded:
+                    # (loaded inside a helper this function handed the optimizer to: that call is
+                    # what comes too early)
+                    state_at = loaded[id(value.origin)]
+                    through = heap.state_loaded_through(id(value.origin), function_key(self.scope.node))
+                    if through is not None:
+                        state_at, inside = through, state_at
                 # (a run that loads the state, `run(resume=True)` after `run(resume=False)`, reports
                 # the load even when another run already reported the construction)
                 if self.first_time("optimizer state" if state_at is not None else "optimizer", value, node):
                     # (an optimizer a helper method built is reported at the call of that helper)
                     fact = OptimizerBeforeMove(state_at or value.via or value.origin, value.cls or "optimizer", node,
-                                               state_at is not None, of_several=value.ident is None)
+                                               state_at is not None, of_several=value.ident is None,
+                                               loaded_inside=inside)
                     self.program.facts.optimizers_before_move.append(fact)
                     if value.origin is not None:
                         self.optimizers_left_behind.setdefault(id(value.origin), []).append(fact)

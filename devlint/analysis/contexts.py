@@ -19,7 +19,7 @@ from . import torch_api as api
 from .declarations import FunctionInfo, ProgramServices
 from .env import Env
 from .facts import fact_counts, note_callers
-from .heap import Heap
+from .heap import Heap, function_key
 from .interpreter import Interpreter, Scope
 from .invocation import (
     MAX_CONTEXTS, MAX_DEPTH, CallSite, Invocation, abstract, bind_parameters, context_key, set_fields,
@@ -74,7 +74,7 @@ class ContextRunner:
         key = context_key(info.node, bound, site) + tuple((field, abstract(value)) for field, value in view.items()) \
             + self._placed_fields(receiver)
         done = self.memo.get(key)
-        clock = self.heap.clock
+        clock, loads = self.heap.clock, len(self.heap.optimizer_state)
         if done is None:
             # The cap counts what the arguments are, not which object the method runs on: twelve
             # tests calling `self._get_data(cuda=False)` are one context (each still runs on its own
@@ -93,6 +93,10 @@ class ContextRunner:
             if site.recording:
                 self.reached.add(node_id)
         self._apply(done, caller, caller_env, site.node, clock, constructor=info.name == "__init__")
+        if len(self.heap.optimizer_state) > loads:
+            handed = {id(value.origin) for value in list(site.positional) + list(site.keywords.values())
+                      if value.kind == OPTIMIZER and value.origin is not None}
+            self.heap.note_state_loads_returned(loads, site.node, function_key(caller.scope.node), handed)
         result = self._made_for_this_call(done.result, info, site, caller)
         return replace(done, result=_returned_through(result, site, bound))
 

@@ -97,6 +97,9 @@ class OptimizerBeforeMove:
     #: built on a tensor itself (`Adam([log_alpha])`) that `.to()` then copied: `node` is the copy,
     #: which the optimizer never updates
     copied_tensor: bool = False
+    #: the state was loaded inside a helper this function handed the optimizer to: `node` is that
+    #: call, this the `load_state_dict` in the helper (for messages)
+    loaded_inside: Optional[cst.CSTNode] = None
 
 
 @dataclass(frozen=True)

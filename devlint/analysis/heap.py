@@ -15,9 +15,14 @@ from .env import moved_copy
 from .lattice import MODULE, OPTIMIZER, TENSOR, Value, conflicts, join_values
 
 
+def function_key(function: Optional[object]) -> int:
+    """How heap records name the function code runs in: `id` of its node, 0 for module code."""
+    return id(function) if function is not None else 0
+
+
 class Heap:
     __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on", "_classes", "clock", "_renewed_at",
-                 "relocations", "made_in", "saved_files", "wrapped", "optimized_tensors")
+                 "relocations", "made_in", "saved_files", "wrapped", "optimized_tensors", "_state_calls")
 
     def __init__(self) -> None:
         self._fields: Dict[int, Dict[str, Value]] = {}
@@ -27,6 +32,10 @@ class Heap:
         #: optimizer (by the node that built it) -> where CPU state was created or loaded into it,
         #: through whichever alias (`self.opt.load_state_dict(...)` in a helper object)
         self.optimizer_state: Dict[int, object] = {}
+        #: optimizer -> the calls that led to that load, innermost first, each with the function it
+        #: was made in (`id` of its node, 0 for module code): a model moved in one of those functions
+        #: is moved too late there, at that call (`resume(model, path, optimizer)` before `.to()`)
+        self._state_calls: Dict[int, List[Tuple[int, object]]] = {}
         #: what `torch.save` wrote, by the file it named (a literal path or the expression naming
         #: it, `args.checkpoint`): a later `torch.load` of that file gives back its structure
         self.saved_files: Dict[str, Value] = {}
@@ -77,6 +86,19 @@ class Heap:
 
     def note_optimizer(self, node: object, module: int) -> None:
         self._built_on[id(node)] = (module, self._generation.get(module, 0))
+
+    def note_state_loads_returned(self, loads_before: int, call: object, function: int, handed: Set[int]) -> None:
+        """A call returned: the optimizer state loaded in it (after the first `loads_before` loads)
+        was loaded through this call, made in `function`, when the call handed that optimizer over
+        (`handed`: the optimizers among its arguments). (A helper object that keeps the optimizer
+        itself loads it as its own action, reported where it loads.)"""
+        for optimizer in list(self.optimizer_state)[loads_before:]:
+            if optimizer in handed:
+                self._state_calls.setdefault(optimizer, []).append((function, call))
+
+    def state_loaded_through(self, optimizer: int, function: int) -> Optional[object]:
+        """The call made in `function` that led to the optimizer's state load, if one did."""
+        return next((call for where, call in self._state_calls.get(optimizer, ()) if where == function), None)
 
     def built_on_current(self, optimizer: Value, module: int) -> bool:
         """Was `optimizer` built on the object the site `module` made last (not an earlier one)?"""

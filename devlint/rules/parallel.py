@@ -245,8 +245,10 @@ optimizer = torch.optim.Adagrad(model.parameters())
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         for fact in facts.optimizers_before_move:
             if fact.state:
+                where = "here" if fact.loaded_inside is None else \
+                    f"in this call (line {context.line_of(fact.loaded_inside)})"
                 yield Finding(fact.node, (
-                    f"{fact.optimizer} state lands on the CPU here, before the model moves on line "
+                    f"{fact.optimizer} state lands on the CPU {where}, before the model moves on line "
                     f"{context.line_of(fact.move)}: step() will mix CPU state with GPU parameters"),
                     partial(_move_first_fix, fact, context))
 
