@@ -86,7 +86,7 @@ for step in range(100):
                       "(`torch.where`)" if fact.per_token and fact.how in TRUTH_TESTS
                       else "keep it on the device or sync under a logging interval")
             yield Finding(fact.node, (
-                f"{fact.how} on {context.operand(fact.tensor)} ({context.where(fact.tensor.value)}) waits for the "
+                f"{fact.how} on {context.operand(fact.tensor)}, on {context.where(fact.tensor.value)}, waits for the "
                 f"accelerator {every}; {remedy}"))
 
 

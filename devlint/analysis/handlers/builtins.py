@@ -121,6 +121,15 @@ def same_items(call: ApiCall) -> Value:
     return call.first
 
 
+@BUILTINS.on("filter")
+def filter_(call: ApiCall) -> Optional[Value]:
+    """`filter(lambda p: p.grad is not None, params)`: some of the same elements."""
+    args = call.args
+    if len(args) != 2 or any(a.keyword is not None or a.node.star for a in args):
+        return None
+    return args[1].value
+
+
 @BUILTINS.on("map")
 def map_(call: ApiCall) -> Optional[Value]:
     """`map(self.to_torch, arrays)` with a function or method of the project: what it returns for
