@@ -65,3 +65,17 @@ def test_a_value_known_on_one_path_only_is_unknown_and_not_to_be_guessed():
     from devlint.analysis.lattice import BATCH
     assert tensor_side(join_values(Value(kind=BATCH, device=CPU), Value(kind=TENSOR, device=CPU))) is None
     assert tensor_side(join_values(number_or_tensor, Value(kind=BATCH, device=CPU))) is None
+
+
+def test_what_holds_on_one_path_of_a_join_still_holds_there():
+    import libcst as cst
+    from devlint.analysis.lattice import MODULE, Value, join_values
+
+    stray = cst.parse_statement("model.fc = nn.Linear(4, 2)\n").body[0]
+    weights = Value(kind=MODULE, device=CPU, stateful=True)
+    # a head factory giving `nn.Identity()` on one path and `nn.Linear(...)` on the other: weights there
+    assert join_values(Value(kind=MODULE, device=CPU, stateful=False), weights).stateful is True
+    assert join_values(Value(kind=MODULE, device=CPU), weights).stateful is None  # unknown stays unknown
+    # a part left behind on one path (`if n != model.num_classes: model.reset_classifier(n)`)
+    moved = Value(kind=MODULE, device=SEL, stateful=True)
+    assert join_values(moved, Value(kind=MODULE, device=SEL, stateful=True, stray=stray)).stray is stray
