@@ -782,7 +782,9 @@ class CallEvaluator:
             # the module is, so that one root cause gives one finding and the body is still checked.
             # The other arguments reach `forward` as they are (a CPU `voice` it concatenates).
             if reported:
-                args = [Arg(a.node, replace(a.value, device=callee.device)) if id(a.node.value) in reported else a
+                # (a batch expanded with `**` is moved as a whole: its keys' values go with it)
+                args = [Arg(a.node, a.value.with_device(callee.device) if a.value.kind == BATCH
+                            else replace(a.value, device=callee.device)) if id(a.node.value) in reported else a
                         for a in args]
             result = self.program.call_forward(callee, node, args, self, env)
             if result is not None and reported and callee.device.is_cpu and result.kind in (TENSOR, BATCH):

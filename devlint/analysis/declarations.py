@@ -94,6 +94,8 @@ class ClassInfo:
         self.state = "new"  # new -> running -> done
         #: its `forward` moves its own state to where an input is (see `program._follows_input`)
         self.follows_input: Optional[bool] = None
+        #: a mapping class (`mapping`) that extends `dict` itself, not a wrapper of one (`UserDict`)
+        self.is_dict = False
         for statement in node.body.body:
             if isinstance(statement, cst.FunctionDef):
                 self.methods[statement.name.value] = FunctionInfo(statement, self, outer, (syntax or {}).get(id(statement)))

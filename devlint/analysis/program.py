@@ -343,6 +343,8 @@ class Program:
             elif (value.cls if value.kind == REF else dotted_name(base.value)) in api.MAPPING_BASES:
                 verdicts.append(False)
                 mappings += 1
+                if (value.cls if value.kind == REF else dotted_name(base.value)) in api.DICT_SUBCLASS_BASES:
+                    info.is_dict = True
             elif value.kind == REF and "." in value.cls and api.is_standard_library(value.cls):
                 verdicts.append(False)  # (`contextlib.ContextDecorator`, `enum.Enum`: no module)
             else:

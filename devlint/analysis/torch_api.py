@@ -165,6 +165,12 @@ DICT_CONSTRUCTORS = frozenset({"collections.OrderedDict"})
 #: Builtin mappings a class may extend (`class BatchEncoding(dict)`): built from a dict, it holds that
 #: dict's items. A subclass that redefines a lookup method may hold anything.
 MAPPING_BASES = frozenset({"dict", "collections.OrderedDict", "collections.UserDict", "typing.Dict", "OrderedDict"})
+#: Those of them that are `dict` subclasses: `isinstance(batch, dict)` holds for a class extending
+#: one, and fails for one extending `UserDict`, which wraps a dict instead (transformers' BatchEncoding).
+DICT_SUBCLASS_BASES = frozenset({"dict", "collections.OrderedDict", "typing.Dict", "OrderedDict"})
+#: Abstract types every mapping satisfies (`isinstance(batch, Mapping)`).
+MAPPING_ABCS = frozenset({"collections.abc.Mapping", "typing.Mapping", "collections.abc.MutableMapping",
+                          "typing.MutableMapping"})
 #: Objects whose attributes are the keywords they are built with.
 NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 #: Methods that make a namespace object of values the analysis does not know (command-line options).

@@ -66,6 +66,22 @@ def isinstance_(call: ApiCall) -> Value:
     if (len(call.args) == 2 and call.first.kind == TENSOR and surely_not_none(call.first)
             and all(t in api.TENSOR_TYPES for t in isinstance_types(call.args[1].node.value))):
         return Value(kind=HOST, literal=(True,))
+    if len(call.args) == 2 and call.first.kind == BATCH:
+        return _mapping_instance_test(call, isinstance_types(call.args[1].node.value))
+    return Value(kind=HOST)
+
+
+def _mapping_instance_test(call: ApiCall, types) -> Value:
+    """`isinstance(inputs, dict)` on a mapping built by a class of the file: true when the class
+    extends `dict`, false when it wraps one (`class BatchEncoding(UserDict)`), so a helper that
+    moves dicts passes it by as it is."""
+    info = call.ev.program.classes.get(call.first.cls) if call.first.cls else None
+    if info is None or not info.mapping:
+        return Value(kind=HOST)
+    if all(t == "dict" for t in types):
+        return Value(kind=HOST, literal=(info.is_dict,))
+    if all(t in api.MAPPING_ABCS or t == "Mapping" for t in types):
+        return Value(kind=HOST, literal=(True,))
     return Value(kind=HOST)
 
 
