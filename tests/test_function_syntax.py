@@ -80,3 +80,16 @@ def test_methods_and_functions_under_statements_are_indexed():
     """)
     assert _callees(found["fit"]) == ["self.step"]
     assert _callees(found["main"]) == ["Trainer", "Trainer().fit"]
+
+
+def test_a_class_offers_a_cpu_path_through_any_of_its_methods_and_has_no_calls_of_its_own():
+    module = cst.parse_module(textwrap.dedent("""
+        class Trainer:
+            def pick(self):
+                return "cpu"
+            def fit(self):
+                self.step()
+    """))
+    cls = module.body[0]
+    index = index_functions(module, lambda node: isinstance(node, cst.SimpleString) and node.value == '"cpu"')
+    assert index[id(cls)].offers_cpu_path and index[id(cls)].calls == []

@@ -32,8 +32,9 @@ _Records = Tuple[FunctionSyntax, ...]
 
 def index_functions(module: cst.Module, offers_cpu_path: Callable[[cst.CSTNode], bool] = None
                     ) -> Dict[int, FunctionSyntax]:
-    """`id(function) -> FunctionSyntax` for every function of the module. `offers_cpu_path` tests
-    one node; without it (a file whose text names no CPU path) no node is tested."""
+    """`id(function) -> FunctionSyntax` for every function of the module, and for every class (whose
+    record says only whether it offers a CPU path). `offers_cpu_path` tests one node; without it (a
+    file whose text names no CPU path) no node is tested."""
     found: Dict[int, FunctionSyntax] = {}
     # each entry: a node, the functions whose body holds it, the functions whose header does
     stack: List[Tuple[cst.CSTNode, _Records, _Records]] = [(module, (), ())]
@@ -51,6 +52,11 @@ def index_functions(module: cst.Module, offers_cpu_path: Callable[[cst.CSTNode],
             own = (record,)
             stack.extend((part, bodies + own, headers) if part is node.body else (part, bodies, headers + own)
                          for part in child_nodes(node))
+            continue
+        if kind is cst.ClassDef:
+            # (a class is asked only whether it offers a CPU path: its calls are its methods')
+            own = (found.setdefault(id(node), FunctionSyntax()),)
+            stack.extend((part, bodies, headers + own) for part in child_nodes(node))
             continue
         stack.extend((child, bodies, headers) for child in child_nodes(node))
     return found

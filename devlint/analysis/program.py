@@ -150,14 +150,15 @@ class Program:
         _drop_repeated_facts(self.facts)
         return self.facts
 
-    def offers_cpu_path(self, function: cst.FunctionDef) -> bool:
-        """Does this function's own text test for CUDA or name the CPU? (Asked at every call in
-        context: a file whose text does neither answers without rendering its functions.)"""
+    def offers_cpu_path(self, definition: cst.CSTNode) -> bool:
+        """Does this function's (or class's) own text test for CUDA or name the CPU? (Asked at every
+        call in context: a file whose text does neither answers without rendering its functions.)"""
         if not self._text_offers_cpu_path:
             return False
-        syntax = self.syntax.get(id(function))
-        if syntax is None:  # (not a function of this file)
-            return any(_offers_cpu_path(node) for node in walk(function))
+        syntax = self.syntax.get(id(definition))
+        if syntax is None:  # (not a definition of this file: asked once, remembered)
+            syntax = self.syntax[id(definition)] = FunctionSyntax(
+                offers_cpu_path=any(_offers_cpu_path(node) for node in walk(definition)))
         return syntax.offers_cpu_path
 
     @property
