@@ -107,7 +107,8 @@ def test_the_field_walk_meets_every_node_but_layout_and_every_call():
         assert not missing, f"{path.name}: the walk skips {sorted(set(missing))}"
         functions = [node for node in reference.nodes if isinstance(node, cst.FunctionDef)]
         index = index_functions(module)
-        assert set(index) == {id(function) for function in functions}, path.name
+        classes = [node for node in reference.nodes if isinstance(node, cst.ClassDef)]
+        assert set(index) == {id(definition) for definition in functions + classes}, path.name
         for function in functions:
             assert {id(call) for call in index[id(function)].calls} == _reference_body_calls(function), \
                 f"{path.name}: {function.name.value}"
