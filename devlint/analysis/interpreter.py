@@ -404,7 +404,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if not self.program.lacks_attribute((bare[0] if bare else base).cls, attr):
                 return
             lacking = "bare"
-        elif attr in api.WRAPPER_OWN_ATTRIBUTES:
+        elif attr in (api.DATA_PARALLEL_OWN_ATTRIBUTES if all(side.scatters == "DataParallel" for side in wrapped)
+                      else api.WRAPPER_OWN_ATTRIBUTES):
             return
         else:
             lacking = "wrapper"
@@ -753,6 +754,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 # `Tensor = torch.cuda.FloatTensor`: naming the CUDA type is where CUDA was asked for
                 value = replace(value, device=self.accelerator_literal(legacy, env, node), origin=node)
             return value
+        if kind == MODULE:  # (first: `model.device` of a DataParallel wrapper raises, too)
+            self.note_wrapper_attribute(base, attr, node)
         if kind in (TENSOR, BATCH, MODULE) and attr == "device" and not base.device.known:
             # wherever a tensor the analysis cannot place is (`torch.empty(0).device`, the default
             # device): unknown, and a variable named `device` holding it is no device to guess about
@@ -772,7 +775,6 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 return Value(kind=DEVICE, device=base.device, origin=base.origin, via=base.via)
             if attr in ("weight", "bias"):
                 return Value(kind=TENSOR, device=base.device, origin=base.origin, via=base.via, parameter=True)
-            self.note_wrapper_attribute(base, attr, node)
             if attr == api.WRAPPED_MODULE_ATTRIBUTE and base.wrapped_at is not None:  # DataParallel(model).module
                 return replace(base, scatters="", wrapped_at=None)
             if base.cls == "ModuleDict" and attr not in api.MODULE_API_ATTRIBUTES and not attr.startswith("_"):
@@ -930,6 +932,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 if index.kind == TENSOR and index.scalar is False and conflicts(index.device, base.device):
                     return self.check_operands(node, [(node.value, base), (expr, index)], "indexing", arithmetic=False)
         key = _literal_key(node)
+        if key is None and len(indices) == 1 and indices[0][1].literal is not None \
+                and isinstance(indices[0][1].literal[0], str):
+            key = indices[0][1].literal[0]  # (`OPTIMIZERS[name]` with `name="adagrad"` bound by the call)
         if base.keyed and key is not None:
             stored = key_of(base, key)
             if stored is not None:
@@ -1060,6 +1065,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 if value is not None and other is not None and value.kind in (TENSOR, BATCH) and other.device.known:
                     right_env.values[same[index]] = replace(value, device=other.device, source="")
                     break
+        if wrapper_tests(node.left):
+            # the right side runs where the left holds (`and`) or fails (`or`): a model wrapped on
+            # one path is, there, the side the test says
+            right_env = right_env.copy() if right_env is env else right_env
+            holds, fails = (right_env, right_env.copy()) if isinstance(node.operator, cst.And) else (right_env.copy(), right_env)
+            self.narrow_wrapped(node.left, holds, fails)
         right = self.eval(node.right, right_env)
         self.truth_test(left)
         self.truth_test(right)
@@ -1188,13 +1199,18 @@ def wrapper_tests(test: cst.BaseExpression) -> List[Tuple[cst.BaseExpression, bo
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = wrapper_tests(test.expression)
         return [(expr, not holds) for expr, holds in inner] if len(inner) == 1 else []
-    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and len(test.args) == 2):
+    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and len(test.args) in (2, 3)):
         return []
-    subject, kinds = test.args[0].value, test.args[1].value
-    if test.func.value == "isinstance" and all(t in api.PARALLEL_WRAPPER_TYPES for t in isinstance_types(kinds)):
+    subject, kinds, name = test.args[0].value, test.args[1].value, test.func.value
+    if name == "isinstance" and len(test.args) == 2 and all(t in api.PARALLEL_WRAPPER_TYPES for t in isinstance_types(kinds)):
         return [(subject, True)]
-    if test.func.value == "hasattr" and string_value(kinds) == api.WRAPPED_MODULE_ATTRIBUTE:
-        return [(subject, True)]
+    attribute = string_value(kinds)
+    if (name == "hasattr" and len(test.args) == 2) or (name == "getattr" and len(test.args) == 3):
+        if attribute == api.WRAPPED_MODULE_ATTRIBUTE:
+            return [(subject, True)]
+        if attribute is not None and attribute not in api.WRAPPER_OWN_ATTRIBUTES:
+            # `getattr(model, "config", None) or model.module.config`: only the bare model has it
+            return [(subject, False)]
     return []
 
 

@@ -286,8 +286,14 @@ MODULE_API_ATTRIBUTES = frozenset({
 #: What a DataParallel / DistributedDataParallel wrapper answers itself: the `nn.Module` API and the
 #: wrapper's own settings. Any other public attribute read through the wrapper (`model.config`,
 #: `model.generate`) is the wrapped module's, and raises AttributeError there.
-WRAPPER_OWN_ATTRIBUTES = MODULE_API_ATTRIBUTES | frozenset({
-    "module", "device_ids", "output_device", "dim", "src_device_obj", "device_type", "process_group",
+DATA_PARALLEL_OWN_ATTRIBUTES = MODULE_API_ATTRIBUTES | frozenset({
+    "module", "device_ids", "output_device", "dim", "src_device_obj", "gather", "scatter", "replicate",
+    "parallel_apply",
+})
+#: DDP answers more itself, its `device` among them (DataParallel has none: `model.device` of a
+#: DataParallel-wrapped Hugging Face model raises).
+WRAPPER_OWN_ATTRIBUTES = DATA_PARALLEL_OWN_ATTRIBUTES | frozenset({
+    "device_type", "process_group",
     "broadcast_buffers", "find_unused_parameters", "gradient_as_bucket_view", "static_graph", "no_sync", "join",
     "join_hook", "join_device", "join_process_group", "register_comm_hook", "reducer", "logger",
     "require_backward_grad_sync", "require_forward_param_sync", "bucket_bytes_cap", "mixed_precision",
