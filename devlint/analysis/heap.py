@@ -177,7 +177,8 @@ class Heap:
         while stack and depth < 64:  # containers of containers: a bounded look
             current = stack.pop()
             depth += 1
-            for ident in (current.ident, *current.aliases):
+            # (a module's parameters held elsewhere, `EMA(model.named_parameters())`, move with it)
+            for ident in (current.ident, *current.aliases, current.owner if current.parameter else None):
                 if ident is not None:
                     self._holders.setdefault(ident, set()).add((owner, name))
             stack.extend(current.items)

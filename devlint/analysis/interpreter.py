@@ -768,8 +768,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 return Value(kind=HOST, literal=(flag,))
             if attr in api.HOST_ATTRIBUTES or attr in api.HOST_OUTPUT_ATTRIBUTES:
                 return Value(kind=HOST)
+            # (a parameter's `.data` and `.grad` are where the parameter is, and move with its module)
+            same_storage = attr in ("data", "grad") and base.parameter
             return Value(kind=TENSOR, device=base.device, origin=base.origin, via=base.via, source=base.source,
-                         scalar=base.scalar if attr in ("T", "mT", "data", "grad") else None)
+                         scalar=base.scalar if attr in ("T", "mT", "data", "grad") else None,
+                         parameter=same_storage, owner=base.owner if same_storage else None)
         if kind == MODULE:
             if attr == "device":
                 return Value(kind=DEVICE, device=base.device, origin=base.origin, via=base.via)
