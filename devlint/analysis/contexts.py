@@ -175,6 +175,10 @@ class ContextRunner:
                 continue
             start = seeded if name == receiver_name else {}
             for field, new in set_fields(name, start, final.values).items():
+                if new is UNKNOWN_VALUE and not start and self.heap.get(value.ident, field) is not None:
+                    # (`model.head` set on one path only, by a call the heap saw: the join could not say
+                    # what the other path held, the heap can; an unknown must not overwrite it)
+                    continue
                 fields.append((value.ident, field, new))
         return Invocation(result, moved, tuple(fields), interp.cuda_initialised, interp.stepped, interp.trained,
                           interp.encloses, gpu != site.current_gpu, gpu)
