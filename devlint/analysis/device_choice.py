@@ -39,14 +39,16 @@ class DeviceChoiceTracker:
             return
         if self.cuda_initialised is None and device.kind in (CUDA, UNGUARDED, SELECTED):
             self.cuda_initialised = use
-        if not self.recording:
-            return
         evidence = self.program.facts.distributed
         root = device.root or (device_value.origin if device_value is not None and device_value.origin is not None else use)
+        per_rank = device.key == PER_RANK or _per_rank(use, root)
+        if per_rank:  # (any run shows what the code can do: a silent generic one too)
+            evidence.per_rank_placements = True
+        if not self.recording:
+            return
         # (a bare `.cuda()` where no GPU was chosen is GPU 0, in every process)
         unchosen = device.index is None or (bare_cuda and env.current_gpu is not None and env.current_gpu.assumed)
-        if (device.kind in (CUDA, UNGUARDED, SELECTED) and unchosen and device.key != PER_RANK
-                and not _per_rank(use, root)):
+        if device.kind in (CUDA, UNGUARDED, SELECTED) and unchosen and not per_rank:
             evidence.shared_placements.append(root)
         imported = device_value is not None and device_value.source == PROJECT_SOURCE
         if (device.kind == UNGUARDED and not env.guarded and not imported  # an imported root is reported at home

@@ -146,6 +146,9 @@ class DistributedEvidence:
     requires_accelerator: bool = False          # NCCL, or DDP with device_ids
     set_device: bool = False                    # torch.cuda.set_device(...): plain "cuda" is this rank's GPU
     shared_placements: List[cst.CSTNode] = field(default_factory=list)  # placements on "cuda" with no index
+    #: some placement picks a GPU per rank (`f"cuda:{local_rank}"`): the code knows how its ranks
+    #: place work, and a plain "cuda" elsewhere is its single-process path (`if args.use_ddp: ... else:`)
+    per_rank_placements: bool = False
 
 
 # --- portability (DEV3xx) -------------------------------------------------------

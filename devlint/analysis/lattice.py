@@ -151,9 +151,12 @@ def join_devices(a: Device, b: Device, availability_split: bool = False) -> Devi
         return Device(SELECTED, index=accelerator.index, key=accelerator.key, root=accelerator.root)
     if a.is_accelerator and b.is_accelerator:
         if a.kind == b.kind:
-            return Device(a.kind)  # same accelerator, indices differ
+            # same accelerator, indices differ; a GPU picked per rank on one path (`f"cuda:{local_rank}"
+            # if args.use_ddp else "cuda"`) is one where that path runs several processes
+            return Device(a.kind, key=PER_RANK if PER_RANK in (a.key, b.key) else "")
         if {a.kind, b.kind} <= {CUDA, UNGUARDED, SELECTED}:
-            return Device(SELECTED) if SELECTED in (a.kind, b.kind) else Device(CUDA)
+            key = PER_RANK if PER_RANK in (a.key, b.key) else ""
+            return Device(SELECTED, key=key) if SELECTED in (a.kind, b.kind) else Device(CUDA, key=key)
     return UNKNOWN
 
 

@@ -297,7 +297,8 @@ model = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])
 
     def check(self, facts: FileFacts, context: RuleContext) -> Iterator[Finding]:
         evidence = facts.distributed
-        if evidence.setup is None or evidence.set_device or not evidence.shared_placements:
+        if (evidence.setup is None or evidence.set_device or not evidence.shared_placements
+                or evidence.per_rank_placements):
             return
         first = min(evidence.shared_placements, key=context.line_of)
         yield Finding(first, (
