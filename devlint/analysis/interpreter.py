@@ -1226,6 +1226,9 @@ def narrowed(test: cst.BaseExpression, types: frozenset) -> List[str]:
             and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)):
         if all(t in types for t in isinstance_types(test.args[1].value)):
             return [test.args[0].value.value]
+    if (isinstance(test, cst.Call) and dotted_name(test.func) in api.TENSOR_PREDICATES and len(test.args) == 1
+            and isinstance(test.args[0].value, cst.Name) and types is api.TENSOR_TYPES):
+        return [test.args[0].value.value]  # `torch.is_tensor(x)`
     return []
 
 

@@ -439,9 +439,12 @@ class Program:
         if value.kind == TENSOR and value.parameter and value.stray is not None:
             return value  # a buffer replaced after the module moved: where it was made, until the next move
         if value.kind == MODULE or (value.kind == TENSOR and value.parameter):
+            # (the part itself, left behind before the module's latest move, went along with it; a
+            # part that holds a stray part of its own still does)
+            kept = value.stray if not (value.kind == MODULE and value.device.is_cpu) else None
             if moved_at is not None and value.device != device:
-                return replace(value, device=device, origin=moved_at, via=None)
-            return replace(value, device=device)
+                return replace(value, device=device, origin=moved_at, via=None, stray=kept)
+            return replace(value, device=device, stray=kept)
         if value.kind == TENSOR and value.cls == DISTRIBUTION:
             return value  # (not a tensor one could register: where it was built, it stays, and says so where used)
         if value.kind == TENSOR and value.scalar is not True:

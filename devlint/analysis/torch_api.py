@@ -303,6 +303,8 @@ WRAPPER_OWN_ATTRIBUTES = DATA_PARALLEL_OWN_ATTRIBUTES | frozenset({
 WRAPPED_MODULE_ATTRIBUTE = "module"
 #: Types whose `isinstance` test says the value is a tensor (and, where it fails, that it is none).
 TENSOR_TYPES = frozenset({"torch.Tensor", "Tensor", "torch.nn.Parameter", "nn.Parameter"})
+#: Calls that test what `isinstance(x, torch.Tensor)` tests.
+TENSOR_PREDICATES = frozenset({"torch.is_tensor"})
 #: Types whose `isinstance` test says the value is no tensor (on the branch where it holds).
 HOST_TYPES = frozenset({
     "numpy.ndarray", "np.ndarray", "ndarray", "PIL.Image.Image", "Image.Image", "list", "tuple", "dict",
