@@ -146,6 +146,7 @@ class ProgramServices(Protocol):
     batch_loaders: Dict[int, cst.CSTNode]
     loader_options: Dict[int, tuple]
     interval_predicates: Set[str]
+    wrapper_predicates: Set[str]
     reported: Set[int]
     hot_reported: Set[tuple]
     unregistered_used: Set[int]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -372,7 +372,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         """`model(x) if isinstance(model, nn.DataParallel) else model(x.to(device))`, `model.module if
         hasattr(model, "module") else model`: a model wrapped on one side of a split is the wrapper
         where the test holds and the bare module where it fails."""
-        for expr, holds in wrapper_tests(test):
+        for expr, holds in wrapper_tests(test, self.program.wrapper_predicates):
             key = dotted_name(expr)
             if key is None:  # (a call is not evaluated twice)
                 continue
@@ -1068,7 +1068,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 if value is not None and other is not None and value.kind in (TENSOR, BATCH) and other.device.known:
                     right_env.values[same[index]] = replace(value, device=other.device, source="")
                     break
-        if wrapper_tests(node.left):
+        if wrapper_tests(node.left, self.program.wrapper_predicates):
             # the right side runs where the left holds (`and`) or fails (`or`): a model wrapped on
             # one path is, there, the side the test says
             right_env = right_env.copy() if right_env is env else right_env
@@ -1194,14 +1194,22 @@ def mentions_device(expression: cst.BaseExpression) -> bool:
     return False
 
 
-def wrapper_tests(test: cst.BaseExpression) -> List[Tuple[cst.BaseExpression, bool]]:
+def wrapper_tests(test: cst.BaseExpression, predicates: AbstractSet[str] = frozenset()
+                  ) -> List[Tuple[cst.BaseExpression, bool]]:
     """The models a test says are DataParallel/DDP wrappers (True) or not (False) where it holds:
-    `isinstance(m, (DataParallel, DDP))`, `hasattr(m, "module")`, their `not`, in an `and`."""
+    `isinstance(m, (DataParallel, DDP))`, `type(m) in (DataParallel, DDP)`, `hasattr(m, "module")`,
+    a function of the file answering one of those (`predicates`: `is_parallel(m)`), their `not`,
+    in an `and`."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return wrapper_tests(test.left) + wrapper_tests(test.right)
+        return wrapper_tests(test.left, predicates) + wrapper_tests(test.right, predicates)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = wrapper_tests(test.expression)
+        inner = wrapper_tests(test.expression, predicates)
         return [(expr, not holds) for expr, holds in inner] if len(inner) == 1 else []
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        return _type_is_wrapper(test)
+    if (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value in predicates
+            and test.args and test.args[0].keyword is None):
+        return [(test.args[0].value, True)]
     if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and len(test.args) in (2, 3)):
         return []
     subject, kinds, name = test.args[0].value, test.args[1].value, test.func.value
@@ -1215,6 +1223,24 @@ def wrapper_tests(test: cst.BaseExpression) -> List[Tuple[cst.BaseExpression, bo
             # `getattr(model, "config", None) or model.module.config`: only the bare model has it
             return [(subject, False)]
     return []
+
+
+def _type_is_wrapper(test: cst.Comparison) -> List[Tuple[cst.BaseExpression, bool]]:
+    """`type(m) in (DataParallel, DDP)`, `type(m) is DataParallel` (and `not in`, `is not`)."""
+    left, target = test.left, test.comparisons[0]
+    if not (isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "type"
+            and len(left.args) == 1):
+        return []
+    operator = type(target.operator).__name__
+    if operator not in ("In", "NotIn", "Is", "IsNot", "Equal", "NotEqual"):
+        return []
+    kinds = target.comparator
+    if operator in ("In", "NotIn") and not isinstance(kinds, (cst.Tuple, cst.List, cst.Set)):
+        return []
+    names = isinstance_types(cst.Tuple(kinds.elements) if isinstance(kinds, (cst.List, cst.Set)) else kinds)
+    if not all(name in api.PARALLEL_WRAPPER_TYPES for name in names):
+        return []
+    return [(left.args[0].value, operator in ("In", "Is", "Equal"))]
 
 
 def narrowed(test: cst.BaseExpression, types: frozenset) -> List[str]:

@@ -30,7 +30,7 @@ from .hot_path import is_interval_test
 from .call_args import caller_arg
 from .value_queries import host_data, is_move_call
 from .contexts import ContextRunner
-from .interpreter import Interpreter, Scope
+from .interpreter import Interpreter, Scope, wrapper_tests
 from .invocation import site_from
 from .lattice import (
     ANY, BATCH, CLASS, DEVICE, DISTRIBUTION, FUNCTION, HOST, LIST, LOADER, METHOD, MODULE, OBJECT, OPTIMIZER,
@@ -93,6 +93,8 @@ class Program:
         #: (`def is_gradient_accumulation_boundary(self): return (self.step + 1) % self.n == 0`),
         #: noted as each function or class is declared
         self.interval_predicates: Set[str] = set()
+        #: functions of the file that answer whether their argument is a DataParallel/DDP wrapper
+        self.wrapper_predicates: Set[str] = set()
         self.classes: Dict[str, ClassInfo] = {}
         self.class_order: List[ClassInfo] = []
         #: (class, attribute) pairs that a method moves by hand (`self.pe.to(x.device)`)
@@ -240,6 +242,8 @@ class Program:
         self.functions[id(node)] = FunctionInfo(node, None, [env] + scope.outer, self.syntax.get(id(node)))
         if _answers_interval_test(node):
             self.interval_predicates.add(node.name.value)
+        if _answers_wrapper_test(node):
+            self.wrapper_predicates.add(node.name.value)
         return Value(kind=FUNCTION, cls=node.name.value, origin=node)
 
     def builds_parts(self, info: FunctionInfo) -> bool:
@@ -1101,14 +1105,30 @@ def _lists_registered_parts(written, registered) -> bool:
         and item.attr.value in registered for item in items)
 
 
-def _answers_interval_test(function: cst.FunctionDef) -> bool:
+def _returned_expression(function: cst.FunctionDef) -> Optional[cst.BaseExpression]:
+    """What a function whose whole body is `return <expression>` (a docstring aside) returns."""
     body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
     statements = [line for line in body if not (isinstance(line, cst.SimpleStatementLine) and
                                                  isinstance(line.body[0], cst.Expr))]  # (a docstring)
     if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine):
-        return False
+        return None
     statement = statements[0].body[0]
-    return isinstance(statement, cst.Return) and statement.value is not None and is_interval_test(statement.value)
+    return statement.value if isinstance(statement, cst.Return) else None
+
+
+def _answers_interval_test(function: cst.FunctionDef) -> bool:
+    returned = _returned_expression(function)
+    return returned is not None and is_interval_test(returned)
+
+
+def _answers_wrapper_test(function: cst.FunctionDef) -> bool:
+    """`def is_parallel(model): return type(model) in (DataParallel, DDP)`: true for a wrapper."""
+    returned = _returned_expression(function)
+    params = function.params.params
+    if returned is None or not params:
+        return False
+    return any(isinstance(expr, cst.Name) and expr.value == params[0].name.value and holds
+               for expr, holds in wrapper_tests(returned))
 
 
 def _offers_cpu_path(node: cst.CSTNode) -> bool:
