@@ -688,7 +688,9 @@ class CallEvaluator:
     def left_behind_part_called(self, part: Value, part_node, node: cst.Call, operation: str, env) -> Value:
         """`self.fc(x)` in `forward`, where `fc` was replaced by a new CPU module after the model moved:
         the call that fails at run time, reported with the module it was read from."""
-        owner = self.eval(part_node.value, env) if isinstance(part_node, cst.Attribute) else None
+        # (read again only when it is a plain name or attribute chain: a call is not evaluated twice)
+        plain = isinstance(part_node, cst.Attribute) and dotted_name(part_node.value) is not None
+        owner = self.eval(part_node.value, env) if plain else None
         if (owner is not None and owner.kind == MODULE and owner.device.is_accelerator
                 and not self.stray_reported(part.stray) and self.first_time("part", part, node)):
             self.program.facts.mismatches.append(DeviceMismatch(
