@@ -93,6 +93,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.interval_depth = 0          # inside `if step % N == 0:` and the like
         self.collecting = 0              # inside the arguments of `results.append(...)`
         self.deciding = 0                # inside a test whose branch leaves the loop
+        #: `if h.dtype == torch.float16 and torch.isinf(h).any():` the last such `and` evaluated, with
+        #: its right operand: a test of a tensor's own properties is a mode of the data, not a
+        #: switch, so where the test is a branch's the right operand is read every time in that mode
+        self.tested_operand: Optional[Tuple[cst.CSTNode, cst.BaseExpression, Value]] = None
         self.stepped = self.trained = False  # a model was called / trained here (an effect for callers)
         self.encloses = False                # ... inside a loop of this function
         self.moves: List[tuple] = []     # (object, value after the move, weak): in-place moves, effects of a call
@@ -284,7 +288,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.deciding += deciding
         try:
             test = self.truth_test(self.eval(node.test, env))
-            self.note_sync(node.test, test, node.test, "if")
+            self.note_test_sync(node.test, test, "if")
         finally:
             self.deciding -= deciding
         if test.literal is not None and test.source != SOURCE_AVAILABILITY and not self.reads_rebound_fields(node.test):
@@ -367,6 +371,14 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 or value.kind != TENSOR or not value.device.known or value.parameter):
             return value
         return replace(value, parameter=True, owner=owner.ident, stray=statement)
+
+    def note_test_sync(self, test: cst.BaseExpression, value: Value, how: str) -> None:
+        """A branch's test is read on the host: its value, and the tensor an `and` tests once the
+        tensor's own properties allow (`h.dtype == torch.float16 and torch.isinf(h).any()`)."""
+        self.note_sync(test, value, test, how)
+        tested, self.tested_operand = self.tested_operand, None
+        if tested is not None and tested[0] is test:
+            self.note_sync(tested[1], tested[2], test, how)
 
     def narrow_wrapped(self, test: cst.BaseExpression, then_env: Env, else_env: Env) -> None:
         """`model(x) if isinstance(model, nn.DataParallel) else model(x.to(device))`, `model.module if
@@ -492,7 +504,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
     def exec_while(self, node: cst.While, env: Env) -> Env:
         def run_once(state: Env) -> Env:
             test = self.truth_test(self.eval(node.test, state))
-            self.note_sync(node.test, test, node.test, "while")
+            self.note_test_sync(node.test, test, "while")
             self.narrow_wrapped(node.test, state, state.copy())
             state = self.exec_suite(node.body, state)
             state.dead = False
@@ -1075,6 +1087,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             holds, fails = (right_env, right_env.copy()) if isinstance(node.operator, cst.And) else (right_env.copy(), right_env)
             self.narrow_wrapped(node.left, holds, fails)
         right = self.eval(node.right, right_env)
+        if isinstance(node.operator, cst.And) and _tests_properties_of(node.left, node.right):
+            self.tested_operand = (node, node.right, right)
         self.truth_test(left)
         self.truth_test(right)
         if SOURCE_AVAILABILITY in (left.source, right.source):
@@ -1106,7 +1120,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def eval_IfExp(self, node: cst.IfExp, env: Env) -> Value:
         test = self.truth_test(self.eval(node.test, env))
-        self.note_sync(node.test, test, node.test, "if")
+        self.note_test_sync(node.test, test, "if")
         if test.literal is not None and test.source != SOURCE_AVAILABILITY and not self.reads_rebound_fields(node.test):
             return self.eval(node.body if test.literal[0] else node.orelse, env)
         split = self.is_device_choice(node.test, test)
@@ -1223,6 +1237,26 @@ def wrapper_tests(test: cst.BaseExpression, predicates: AbstractSet[str] = froze
             # `getattr(model, "config", None) or model.module.config`: only the bare model has it
             return [(subject, False)]
     return []
+
+
+#: What a test may read of a tensor without reading its values: its mode, not its data.
+_TENSOR_PROPERTIES = frozenset({"dtype", "is_cuda", "device", "shape", "ndim", "requires_grad", "is_floating_point",
+                                "dim", "numel", "size", "is_sparse", "layout"})
+
+
+def _tests_properties_of(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+    """Does `left` only read properties (`dtype`, `shape`) of tensors the `right` side reads, and
+    `torch` constants? (`h.dtype == torch.float16` before `torch.isinf(h).any()`, not `cfg.s_churn > 0`.)"""
+    owners, names = set(), set()
+    for node in sub_expressions(left):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value != "torch":
+            if node.attr.value not in _TENSOR_PROPERTIES:
+                return False
+            owners.add(node.value.value)
+        elif isinstance(node, cst.Name):
+            names.add(node.value)
+    read = {node.value for node in sub_expressions(right) if isinstance(node, cst.Name)}
+    return bool(owners) and names <= owners | {"torch"} and owners <= read
 
 
 def _type_is_wrapper(test: cst.Comparison) -> List[Tuple[cst.BaseExpression, bool]]:
