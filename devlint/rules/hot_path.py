@@ -105,7 +105,9 @@ from host data, `torch.tensor(values)`, needs that copy anyway and is not report
 
 A CPU tensor an object keeps (class weights made in `__init__`) and copies with
 `.to(logits.device)` in every step is the same waste: move it once, or register it as
-a buffer so that the module's own move takes it along.
+a buffer so that the module's own move takes it along. (This is reported for modules
+and for objects that hold a device. A plain object that is never told the device, such
+as a noise scheduler built before anyone knows it, has no better way than the copy.)
 """
     example = """
 def forward(self, x):
