@@ -25,10 +25,12 @@ from .call_order import calls_in
 from .names import dotted_name, integer_value, last_identifier, root_name, statements_in, sub_expressions
 from .rebound_fields import ANY_FIELD
 
-#: A branch on these runs only now and then: a logging or checkpoint interval.
+#: A branch on these runs only now and then (a logging or checkpoint interval), or does host work
+#: on purpose: an offloading switch (`if _offload_inference: z[0] = z[0].cpu()`) trades time for
+#: accelerator memory, and its copies are the point, not per-step waste.
 _INTERVAL_WORDS = re.compile(
     r"(^|_)(log|logging|print|verbose|display|report|interval|every|freq|frequency|debug|eval|evaluate|save"
-    r"|checkpoint|ckpt|writer|tensorboard|wandb)(_|$)", re.IGNORECASE)
+    r"|checkpoint|ckpt|writer|tensorboard|wandb|offload|offloading)(_|$)", re.IGNORECASE)
 
 
 _ROUND_TRIPS = frozenset({".cpu()", ".numpy()"})
@@ -368,8 +370,8 @@ class HotPathTracker:
 
     def note_module_move(self, receiver_node, receiver: Value, node: cst.Call, target) -> None:
         frame = next((f for f in reversed(self.frames) if f.encloses_steps), None)
-        if frame is None or not self.recording or not target.known or target.is_cpu:
-            return
+        if frame is None or not self.recording or not target.known or target.is_cpu or self.interval_depth:
+            return  # (under an interval or in an exception handler it moves now and then)
         root = (dotted_name(receiver_node) or "").split(".", 1)[0]
         if root in frame.targets or (receiver.ident is not None and receiver.ident in frame.created):
             return  # a different model each iteration

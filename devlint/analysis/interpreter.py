@@ -294,7 +294,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if test.literal is not None and test.source != SOURCE_AVAILABILITY and not self.reads_rebound_fields(node.test):
             # `if as_tensor:` with `as_tensor=True` bound by the call: only one branch runs
             if test.literal[0]:
-                return self.exec_suite(node.body, env)
+                return self.exec_then(node, env)
             if isinstance(node.orelse, cst.If):
                 return self.exec_if(node.orelse, env)
             if isinstance(node.orelse, cst.Else):
@@ -333,15 +333,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             then_env.path, else_env.path = (ACCELERATOR_PATH, HOST_PATH) if accelerated == 0 else (HOST_PATH, ACCELERATOR_PATH)
             if several:
                 then_env.path, accelerated = SEVERAL_PATH, BOTH_SIDES
-        depth = self.interval_depth
-        # (`if step % accumulation == 0: optimizer.step()` is the training step itself, not an interval)
-        interval = ((is_interval_test(node.test) or self.asks_interval(node.test) or _lazy_initialisation(node))
-                    and not self.steps_optimizer(node.body, env))
-        self.interval_depth += 1 if interval else 0
-        try:
-            then_env = self.exec_suite(node.body, then_env)
-        finally:
-            self.interval_depth = depth
+        then_env = self.exec_then(node, then_env)
         if isinstance(node.orelse, cst.If):
             else_env = self.exec_if(node.orelse, else_env)
         elif isinstance(node.orelse, cst.Else):
@@ -528,13 +520,31 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             start = join_envs(before, body) if not body.dead else before.copy()
             if handler.name is not None and isinstance(handler.name.name, cst.Name):
                 start.bind(handler.name.name.value, UNKNOWN_VALUE)
-            result = join_envs(result, self.exec_suite(handler.body, start))
+            # (a handler runs when something failed, not every step: an OOM fallback that moves the
+            # model to the CPU and back is no per-step work)
+            self.interval_depth += 1
+            try:
+                result = join_envs(result, self.exec_suite(handler.body, start))
+            finally:
+                self.interval_depth -= 1
         if node.finalbody is not None:
             dead = result.dead
             result.dead = False
             result = self.exec_suite(node.finalbody.body, result)
             result.dead = result.dead or dead
         return result
+
+    def exec_then(self, node: cst.If, env: Env) -> Env:
+        """The body of an `if`, outside the hot path when the test picks an interval or a lazy set-up."""
+        depth = self.interval_depth
+        # (`if step % accumulation == 0: optimizer.step()` is the training step itself, not an interval)
+        interval = ((is_interval_test(node.test) or self.asks_interval(node.test) or _lazy_initialisation(node))
+                    and not self.steps_optimizer(node.body, env))
+        self.interval_depth += 1 if interval else 0
+        try:
+            return self.exec_suite(node.body, env)
+        finally:
+            self.interval_depth = depth
 
     def manages_context(self, value: Value, expr: cst.BaseExpression) -> bool:
         # (`with Timer():`, or an object made earlier: `with timers[0]:`, `with self.profile:`)

@@ -389,6 +389,13 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
             # `stream = torch.cuda.Stream() if use_cuda else None`: not None only where CUDA is, so
             # `if stream is not None:` is an availability test
             return Value(source=SOURCE_AVAILABILITY, nullable=True)
+        if empty.kind == HOST and empty.literal == (None,) and other.nullable and other.source == SOURCE_AVAILABILITY:
+            return other  # (that split, under a test of its own: `if self.first_iteration:`)
+        if empty.kind == HOST and empty.literal is not None and not empty.literal[0] \
+                and other.kind == HOST and other.source == SOURCE_AVAILABILITY:
+            # `non_blocking = False` on one path, `torch.cuda.is_available()` on the other: true only
+            # where the accelerator is, so it still decides availability
+            return other
     # An empty list on one path and the list filled in a loop on the other: the filled one.
     for empty, filled in ((a, b), (b, a)):
         if empty.kind == LIST and not empty.items and filled.kind in (LIST, BATCH) and (filled.items or filled.kind == BATCH):
