@@ -19,7 +19,7 @@ from .facts import (
     HotPathWaste, LoaderFeed, Operand,
 )
 from .lattice import (
-    BATCH, DEVICE, HOST, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
+    BATCH, DEVICE, HOST, LIST, TUPLE, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
 )
 from .call_order import calls_in
 from .names import dotted_name, integer_value, last_identifier, root_name, statements_in, sub_expressions
@@ -38,7 +38,7 @@ _ROUND_TRIPS = frozenset({".cpu()", ".numpy()"})
 
 class LoopFrame:
     __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key", "made", "over_tensor",
-                 "loop", "_rebound", "assigned", "feeds_back", "carried", "_walks_modules")
+                 "loop", "_rebound", "assigned", "feeds_back", "carried", "_walks_modules", "over_constants")
 
     def __init__(self, targets: Set[str], over_loader: bool, key: Optional[int] = None) -> None:
         self.key = key            # the loop statement's identity: calls made in the same loop share it
@@ -50,6 +50,8 @@ class LoopFrame:
         self.over_loader = over_loader
         self.made: Set[int] = set()     # calls evaluated in the body (a tensor made there is made every step)
         self.over_tensor = False  # `for expert in hit_experts:` walks a tensor's elements on the host
+        #: `for k in topk:` with `topk=(1, 5)`: a few written-out constants, not the items of a batch
+        self.over_constants = False
         self.loop: Optional[cst.CSTNode] = None  # the loop statement (None for a hot function's body)
         self._rebound: Optional[Set[str]] = None
         self.assigned: Set[str] = set()  # names the current iteration has bound so far
@@ -74,6 +76,13 @@ class LoopFrame:
         if self._rebound is None:
             self._rebound = rebound_names(self.loop) if self.loop is not None else set()
         return self._rebound
+
+
+def few_constants(value: Value) -> bool:
+    """A tuple or list of written-out constants (`topk=(1, 5)`): a loop over it runs a fixed,
+    small number of times, whatever the data."""
+    return value.kind in (TUPLE, LIST) and bool(value.items) and all(
+        item.kind == HOST and item.literal is not None for item in value.items)
 
 
 def on_accelerator(value: Value) -> bool:
@@ -282,6 +291,7 @@ class HotPathTracker:
         frames = self.frames
         return (self.interval_depth == 0 and len(frames) >= 2 and frames[-1].key is not None
                 and not frames[-1].steps and not frames[-1].encloses_steps and not frames[-1].over_tensor
+                and not frames[-1].over_constants
                 and any(f.steps and (f.key is None or f.trains) for f in frames[:-1]))
 
     def note_tensor_move(self, receiver_node, receiver: Value, node: cst.Call, target, args) -> None:

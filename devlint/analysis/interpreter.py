@@ -28,7 +28,7 @@ from .lattice import (
     STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU, Value, conflicts, container_of, current_gpu_after, join_all,
     join_values, key_of, keyed_dict, surely_not_none, tensor_side,
 )
-from .hot_path import is_interval_test
+from .hot_path import few_constants, is_interval_test
 from .project import PROJECT_SOURCE, absolute_import
 from .names import (
     child_nodes, dotted_name, integer_value, isinstance_types, last_identifier, string_value, sub_expressions,
@@ -424,12 +424,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         return mentions_device(test)
 
     def exec_loop_body(self, env: Env, run_once, loop: cst.CSTNode, target: Optional[cst.BaseExpression] = None,
-                       over_loader: bool = False, over_tensor: bool = False) -> Env:
+                       over_loader: bool = False, over_tensor: bool = False, over_constants: bool = False) -> Env:
         """Iterate `run_once(env) -> env` to a fixpoint, then once more recording facts."""
         head = env.copy()
         self.loop_depth += 1
-        self.push_frame(target, over_loader, id(loop), loop).over_tensor = over_tensor
-        frame = self.frames[-1]
+        frame = self.push_frame(target, over_loader, id(loop), loop)
+        frame.over_tensor, frame.over_constants = over_tensor, over_constants
 
         def iteration(state: Env) -> Env:
             frame.assigned = set()  # what this iteration has bound so far; the rest is carried in
@@ -487,7 +487,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             env = env.copy()
             env.guarded = True
         # (walking a tensor's elements on the host syncs once per element already)
-        result = self.exec_loop_body(env, run_once, node, node.target, over_loader, over_tensor=iterable.kind in (TENSOR, BATCH))
+        result = self.exec_loop_body(env, run_once, node, node.target, over_loader, over_tensor=iterable.kind in (TENSOR, BATCH),
+                                     over_constants=few_constants(iterable))
         result.guarded = guarded
         if node.orelse is not None:
             result = self.exec_suite(node.orelse.body, result)
@@ -909,8 +910,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         for_in = node.for_in
         first_target = for_in.target
         over_loader = False
+        over_constants = True
         while for_in is not None:
             iterable = self.eval(for_in.iter, scope)
+            over_constants = over_constants and few_constants(iterable)
             element = self.element_of(iterable, for_in.iter, for_in.target, scope)
             over_loader = over_loader or element.source == SOURCE_LOADER
             self.assign(for_in.target, element, scope, node)
@@ -918,7 +921,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 self.eval(condition.test, scope)
             for_in = for_in.inner_for_in
         self.loop_depth += 1
-        self.push_frame(first_target, over_loader, id(node))
+        self.push_frame(first_target, over_loader, id(node)).over_constants = over_constants
         try:
             self.silent += 1
             try:
