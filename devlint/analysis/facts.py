@@ -56,7 +56,7 @@ class UnregisteredState:
     owner: str              # the nn.Module subclass
     attribute: str
     value: Value
-    what: str               # "tensor", "list", "dict"
+    what: str               # "tensor", "tensors" (a python list or tuple of them), "list", "dict"
     container_origin: cst.CSTNode = None  # where a plain list/dict was created
     parameters: bool = False  # the list/dict holds nn.Parameters (nn.ParameterList/ParameterDict)
 

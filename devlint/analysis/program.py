@@ -54,6 +54,22 @@ _LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "
 _TENSOR_ANNOTATIONS = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor", "torch.LongTensor"})
 
 
+def _stays_when_module_moves(value: Value) -> bool:
+    """A tensor of a known device that is no parameter and never 0-dim: `.to()` leaves it where it is.
+    (A tensor made on "the module's device" or a device variable says nothing sure about where it is
+    when the module moves: only a concrete device does.)"""
+    return (value.kind == TENSOR and not value.parameter and value.scalar is False and value.device.known
+            and value.device.kind != SYMBOLIC)
+
+
+def _written_tensor_list(value: Value) -> bool:
+    """A list of tensors written out or built by a comprehension (`[make(s) for s in sizes]`), on a
+    known device and no parameters: as seen as one element (a batch), it stays where it was made."""
+    return (value.kind == BATCH and isinstance(value.origin, (cst.List, cst.ListComp, cst.Tuple))
+            and not value.parameter and value.scalar is not True and value.device.known
+            and value.device.kind != SYMBOLIC)
+
+
 class Program:
     def __init__(self, module: cst.Module, source: str, place: Optional[ProjectPlace] = None) -> None:
         self.module = module
@@ -202,8 +218,9 @@ class Program:
         """DEV105 holds unless `__init__` registered the modules itself (add_module,
         a final nn.ModuleList(...)) or a method moves the tensor by hand."""
         info = self.classes.get(fact.owner)
-        if fact.what == "tensor":  # a bug only where a method uses it with the module's tensors
-            used = id(fact.value.origin) in self.unregistered_used
+        if fact.what in ("tensor", "tensors"):  # a bug only where a method uses it with the module's tensors
+            stored = fact.value.items if fact.what == "tensors" and fact.value.items else (fact.value,)
+            used = any(id(value.origin) in self.unregistered_used for value in stored)
             applied = fact.attribute in self.applied_attributes or fact.attribute in self.place.applied
             return used and not applied and (fact.owner, fact.attribute) not in self.moved_by_hand
         if info is None or info.registers_manually or fact.attribute in info.module_assigned:
@@ -457,6 +474,12 @@ class Program:
             return replace(value, source=SOURCE_UNREGISTERED) if value.device.known else UNKNOWN_VALUE
         if value.kind in (LIST, TUPLE) and any(item.kind == MODULE for item in value.items):
             return UNKNOWN_VALUE  # a plain list of modules: reported once where it is stored
+        if value.kind in (LIST, TUPLE) and value.items and all(
+                item.kind == TENSOR and not item.parameter and item.scalar is not True for item in value.items):
+            # a plain list of tensors stays where its tensors were made, like a plain tensor attribute
+            return replace(value, items=tuple(self.follows_module(item, info, device) for item in value.items))
+        if _written_tensor_list(value):
+            return replace(value, source=SOURCE_UNREGISTERED)
         if value.kind == BATCH and value.parameter:
             # a plain dict or list of parameters stays where it was made: DEV105's, where it is stored
             return replace(value, source=SOURCE_UNREGISTERED) if value.device.known else UNKNOWN_VALUE
@@ -617,11 +640,11 @@ class Program:
         if not interp.recording or name in info.reported or name in info.buffers:
             return
         what = ""
-        # (a tensor made on "the module's device" or a device variable says nothing sure about
-        # where it is when the module moves: only a concrete device does)
-        if (value.kind == TENSOR and not value.parameter and value.scalar is False and value.device.known
-                and value.device.kind != SYMBOLIC):
+        if _stays_when_module_moves(value):
             what = "tensor"
+        elif (value.kind in (LIST, TUPLE) and value.items and all(map(_stays_when_module_moves, value.items))) \
+                or _written_tensor_list(value):
+            what = "tensors"  # `self.cell_anchors = [generate(s) for s in sizes]`: none of them moves
         elif value.kind in (LIST, TUPLE) and any(
                 item.kind == MODULE and item.stateful is not False and item.owner is None
                 and not self.registered_elsewhere(item, env.get("self"))

@@ -410,6 +410,10 @@ class Net(nn.Module):
                 message = (f"{attribute} is a plain tensor attribute of `{state.owner}`: it stays on "
                            f"{state.value.device.describe()} when the module moves and is not saved; "
                            f"register it with `self.register_buffer(\"{state.attribute}\", ...)` or `nn.Parameter`")
+            elif state.what == "tensors":
+                message = (f"{attribute} keeps tensors in a python {state.value.cls or 'list'}: they stay on "
+                           f"{(state.value.items[0] if state.value.items else state.value).device.describe()} when `{state.owner}` moves and are not saved; "
+                           f"register each as a buffer (`self.register_buffer(f\"{state.attribute}_{{i}}\", t)`)")
             else:
                 kind = "Parameter" if state.parameters else "Module"
                 holder = f"nn.{kind}Dict" if state.what == "dict" else f"nn.{kind}List"
