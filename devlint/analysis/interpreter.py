@@ -1110,8 +1110,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             first = bool(left.literal[0])
             chosen = (right if first else left) if isinstance(node.operator, cst.And) else (left if first else right)
             return Value(kind=HOST, literal=(bool(chosen.literal[0]),))
-        if left.literal is not None and isinstance(node.operator, cst.And) and not left.literal[0]:
-            return Value(kind=HOST, literal=(False,))
+        if left.literal is not None and isinstance(node.operator, cst.And):
+            # a switch known to be off: False; one known to be on (`args.logging_nan_inf_filter`,
+            # True by default): the right side is the test (`torch.isnan(loss)`, read on the host)
+            return Value(kind=HOST, literal=(False,)) if not left.literal[0] else right
         if left.literal is not None and isinstance(node.operator, cst.Or):
             # `device or torch.device(...)` with `device=None`: the right side; a truthy constant: itself
             return right if not left.literal[0] else left
