@@ -150,6 +150,7 @@ class ProgramServices(Protocol):
     reported: Set[int]
     hot_reported: Set[tuple]
     unregistered_used: Set[int]
+    made_beside_device: Set[int]
     asks_availability: bool
     cuda_without_availability: bool
     module_skipped_without_accelerator: bool

@@ -19,7 +19,7 @@ from .facts import (
     HotPathWaste, LoaderFeed, Operand,
 )
 from .lattice import (
-    BATCH, DEVICE, HOST, LIST, TUPLE, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
+    BATCH, DEVICE, HOST, LIST, TUPLE, UNKNOWN, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
 )
 from .call_order import calls_in
 from .names import dotted_name, integer_value, last_identifier, root_name, statements_in, sub_expressions
@@ -304,7 +304,8 @@ class HotPathTracker:
                 and self.first_time("created", receiver, node)):
             self.program.facts.waste.append(HotPathWaste(node, CREATED_THEN_MOVED, Operand(receiver_node, receiver)))
         elif self.copies_kept_host_tensor(receiver_node, receiver) and self.first_time("created", receiver, node):
-            self.program.facts.waste.append(HotPathWaste(node, FIELD_COPIED_EACH_STEP, Operand(receiver_node, receiver)))
+            holder = "module" if self.scope.owner is not None and self.scope.owner.is_module else "object"
+            self.program.facts.waste.append(HotPathWaste(node, FIELD_COPIED_EACH_STEP, Operand(receiver_node, receiver), holder))
         loader = self.program.batch_loaders.get(id(receiver.origin)) if receiver.origin is not None else None
         options = self.program.loader_options.get(id(loader)) if loader is not None else None
         if options is not None and self.recording and self.frames:
@@ -313,6 +314,13 @@ class HotPathTracker:
             training = any(frame.trains for frame in self.frames)
             self.program.facts.loader_feeds.append(
                 LoaderFeed(loader, node, pinned, workers, non_blocking, training, _explicit_no_workers(loader)))
+
+    def note_host_factory(self, node: cst.Call, env) -> None:
+        """A tensor made on the CPU, with no `device=`, by a function that holds an accelerator device
+        of its own (a parameter or local): it could have been made there, once."""
+        if any(value.kind == DEVICE and not value.device.is_cpu and value.device.kind != UNKNOWN.kind
+               for name, value in env.values.items() if "." not in name):
+            self.program.made_beside_device.add(id(node))
 
     def copies_kept_host_tensor(self, receiver_node, receiver: Value) -> bool:
         """`self.class_weights.to(logits.device)` in a step: a CPU tensor an object keeps (made once,
@@ -328,7 +336,8 @@ class HotPathTracker:
         if self.scope.method in api.MOVE_METHODS:
             return False  # (a batch's own `to()` moving its fields: how a batch moves, once per batch)
         owner = self.scope.owner
-        if owner is None or not (owner.is_module or _keeps_a_device(owner)):
+        if owner is None or not (owner.is_module or _keeps_a_device(owner)
+                                 or id(receiver.origin) in self.program.made_beside_device):
             # (a plain object that is never told the device, a noise scheduler built before anyone
             # knows it, can neither register a buffer nor move the tensor once: copying its table to
             # where the input is, `self.alphas_cumprod.to(sample.device)`, is how such code is written)

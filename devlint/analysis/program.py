@@ -113,6 +113,9 @@ class Program:
         self.wrapper_predicates: Set[str] = set()
         self.classes: Dict[str, ClassInfo] = {}
         self.class_order: List[ClassInfo] = []
+        #: factory calls that made a CPU tensor in a function holding an accelerator device of its
+        #: own (`torch.tensor(cfg.eos_token_id)` beside `device=device`): DEV402's kept tensors
+        self.made_beside_device: Set[int] = set()
         #: (class, attribute) pairs that a method moves by hand (`self.pe.to(x.device)`)
         self.moved_by_hand: Set[tuple] = set()
         #: origins of plain CPU tensor attributes that met the module's tensors (confirms DEV105)

@@ -154,10 +154,11 @@ class Encoder(nn.Module):
                     "and copied to the device on every step; pass device= to the factory"),
                     partial(_create_on_device_fix, fact, context))
             elif fact.kind == FIELD_COPIED_EACH_STEP:
+                advice = ("move it to the device once (or register it as a buffer of the module)" if fact.detail == "module"
+                          else "make it on the device once, where it is made")
                 yield Finding(fact.node, (
                     f"{context.operand(fact.subject)} is kept on the CPU (made on line "
-                    f"{context.line_of(fact.subject.value.origin)}) and copied to the device again on every step; "
-                    "move it to the device once (or register it as a buffer of the module)"))
+                    f"{context.line_of(fact.subject.value.origin)}) and copied to the device again on every step; {advice}"))
 
 
 _FACTORY_KEYWORDS_IN_THE_WAY = ("device", "generator", "requires_grad", "pin_memory", "out")

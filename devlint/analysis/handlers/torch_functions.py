@@ -211,6 +211,8 @@ def _factory(call: ApiCall, default: Device) -> Value:
         return _placeholder(node)
     elif args and isinstance(args[0].node.value, cst.Tuple) and not args[0].node.value.elements:
         scalar = True  # `torch.zeros(())`: a 0-dim tensor
+    if not given and device.is_cpu:
+        call.ev.note_host_factory(node, env)
     return Value(kind=TENSOR, device=device, origin=node, source=call.ev.factory_source,
                  scalar=scalar, explicit_device=given, host_copy=host_copy)
 
