@@ -535,6 +535,12 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             result.dead = result.dead or dead
         return result
 
+    def _set_after_first_iteration(self, test: cst.BaseExpression) -> bool:
+        """`prev is None` in a loop whose body binds `prev`: set once the first pass is done."""
+        name = _is_none_test(test)
+        frame = self.frames[-1] if self.frames else None
+        return name is not None and frame is not None and frame.key is not None and name in frame.rebound
+
     def exec_then(self, node: cst.If, env: Env) -> Env:
         """The body of an `if`, outside the hot path when the test picks an interval or a lazy set-up."""
         depth = self.interval_depth
@@ -1102,6 +1108,10 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         right = self.eval(node.right, right_env)
         if isinstance(node.operator, cst.And) and _tests_properties_of(node.left, node.right):
             self.tested_operand = (node, node.right, right)
+        elif isinstance(node.operator, cst.Or) and self._set_after_first_iteration(node.left):
+            # `old_denoised is None or sigmas[i + 1] == 0`: from the second iteration on the left
+            # fails, and the right is read on the host
+            self.tested_operand = (node, node.right, right)
         self.truth_test(left)
         self.truth_test(right)
         if SOURCE_AVAILABILITY in (left.source, right.source):
@@ -1257,6 +1267,15 @@ def wrapper_tests(test: cst.BaseExpression, predicates: AbstractSet[str] = froze
 #: What a test may read of a tensor without reading its values: its mode, not its data.
 _TENSOR_PROPERTIES = frozenset({"dtype", "is_cuda", "device", "shape", "ndim", "requires_grad", "is_floating_point",
                                 "dim", "numel", "size", "is_sparse", "layout"})
+
+
+def _is_none_test(test: cst.BaseExpression) -> Optional[str]:
+    """`name is None`: the name tested."""
+    if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name)
+            and isinstance(test.comparisons[0].operator, cst.Is)
+            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"):
+        return test.left.value
+    return None
 
 
 def _tests_properties_of(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
