@@ -55,6 +55,8 @@ _OPTIMIZER_NAME = re.compile(r"(^|_)(optim|optimizer|optimiser|opt)(_\w+)?$", re
 
 #: What an argument of these kinds hands on cannot move a module: a number, a device, a tensor.
 _HOLDS_NO_MODULE = frozenset({HOST, DEVICE, TENSOR, TOKENIZER, CLASS, FUNCTION, LOADER, OPTIMIZER})
+#: Holders whose fields are no submodules of a module they hang from (a config object, a dict of settings).
+_PLAIN_HOLDERS = frozenset({OBJECT, HOST, LIST, TUPLE})
 
 
 class CallEvaluator:
@@ -346,6 +348,9 @@ class CallEvaluator:
             root = dotted_name(arg.node.value)
             if root is None or arg.value.kind in _HOLDS_NO_MODULE:
                 continue  # (`self.in_features` hands a number on, not the module it is read from)
+            if arg.value.kind != MODULE and isinstance(arg.node.value, cst.Attribute) \
+                    and self.eval(arg.node.value.value, env).kind in _PLAIN_HOLDERS:
+                continue  # (`asdict(self.cfg.decoder)` hands on a field of a config object, not the module)
             root = root.split(".", 1)[0]
             value = self.lookup(root, env)
             if value is not None and value.kind in (MODULE, ANY) and (value.device.known or value.source == PROJECT_SOURCE):
