@@ -31,7 +31,7 @@ from .lattice import (
 from .hot_path import few_constants, is_interval_test
 from .project import PROJECT_SOURCE, absolute_import
 from .names import (
-    child_nodes, dotted_name, integer_value, isinstance_types, last_identifier, string_value, sub_expressions,
+    child_nodes, dotted_name, integer_value, isinstance_types, last_identifier, statements_in, string_value, sub_expressions,
 )
 from .registries import stores_of
 from .rebound_fields import may_be_rebound
@@ -471,6 +471,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def exec_for(self, node: cst.For, env: Env) -> Env:
         iterable = self.eval(node.iter, env)
+        if _unrollable(node, iterable):
+            return self.exec_unrolled(node, iterable, env)
         element = self.element_of(iterable, node.iter, node.target, env)
 
         def run_once(state: Env) -> Env:
@@ -493,6 +495,26 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if node.orelse is not None:
             result = self.exec_suite(node.orelse.body, result)
         return result
+
+    def exec_unrolled(self, node: cst.For, iterable: Value, env: Env) -> Env:
+        """`for k in ("image", "masked_image"): batch[k] = batch[k].to(device)`: the body once per
+        constant, in order, each pass with its own key (so keyed dicts are updated key by key)."""
+        self.loop_depth += 1
+        frame = self.push_frame(node.target, False, id(node), node)
+        frame.over_constants = True
+        try:
+            for item in iterable.items:
+                frame.assigned, frame.carried = set(), set()
+                self.assign(node.target, item, env, node)
+                env = self.exec_suite(node.body, env)
+                if env.dead:
+                    break
+        finally:
+            self.loop_depth -= 1
+            self.frames.pop()
+        if node.orelse is not None and not env.dead:
+            env = self.exec_suite(node.orelse.body, env)
+        return env
 
     def exec_while(self, node: cst.While, env: Env) -> Env:
         def run_once(state: Env) -> Env:
@@ -640,7 +662,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             self.note_environment_write(environment_key(target), statement)
             self.program.note_container_store(self, target, value, env, statement)
             container = self.eval(target.value, env)
-            key, name = _literal_key(target), dotted_name(target.value)
+            key, name = self.literal_index(target, env), dotted_name(target.value)
             if key is not None and name is not None and (container.keyed or (
                     container.kind == LIST and container.cls == "dict" and not container.items)):
                 # `batch["labels"] = batch["labels"].to(device)`: that key now holds the moved tensor
@@ -656,6 +678,16 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 env.values[name] = replace(container, source=SOURCE_CREATED)
         elif isinstance(target, cst.StarredElement):
             self.assign(target.value, UNKNOWN_VALUE, env, statement)
+
+    def literal_index(self, target: cst.Subscript, env: Env) -> Optional[str]:
+        """`d["labels"]`, or `d[k]` with `k` bound to a string constant (a loop over written-out keys)."""
+        key = _literal_key(target)
+        if key is None and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index) \
+                and isinstance(target.slice[0].slice.value, cst.Name):
+            index = self.eval(target.slice[0].slice.value, env)
+            if index.literal is not None and isinstance(index.literal[0], str):
+                key = index.literal[0]
+        return key
 
     def unpack(self, value: Value, index: int, count: int, target: cst.CSTNode) -> Value:
         if value.kind == TUPLE and len(value.items) == count:
@@ -1267,6 +1299,18 @@ def wrapper_tests(test: cst.BaseExpression, predicates: AbstractSet[str] = froze
 #: What a test may read of a tensor without reading its values: its mode, not its data.
 _TENSOR_PROPERTIES = frozenset({"dtype", "is_cuda", "device", "shape", "ndim", "requires_grad", "is_floating_point",
                                 "dim", "numel", "size", "is_sparse", "layout"})
+
+
+#: A loop over at most this many written-out constants is run once per constant.
+MAX_UNROLLED = 8
+
+
+def _unrollable(node: cst.For, iterable: Value) -> bool:
+    """A loop over a few constants (`for k in ("image", "mask")`) whose body neither breaks nor
+    continues: running it once per constant is exact, and keeps what each key holds apart."""
+    if not (few_constants(iterable) and len(iterable.items) <= MAX_UNROLLED and isinstance(node.target, cst.Name)):
+        return False
+    return not any(isinstance(small, (cst.Break, cst.Continue)) for small, _ in statements_in(node, enter_definitions=False))
 
 
 def _is_none_test(test: cst.BaseExpression) -> Optional[str]:
