@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
+import libcst as cst
+
 from .. import torch_api as api
 from ..call_args import caller_arg
 from ..lattice import (
@@ -173,6 +175,9 @@ def dict_(call: ApiCall) -> Value:
     if not args:
         return Value(kind=LIST, cls="dict", origin=call.node)
     if all(a.keyword is not None for a in args):  # `dict(input_ids=ids, attention_mask=mask)`
+        for arg in args:  # settings: nanoGPT's `config = dict(device="cuda", ...)`
+            if isinstance(arg.node.value, (cst.SimpleString, cst.ConcatenatedString)):
+                call.ev.note_settings_default(arg.keyword, arg, "config default")
         return keyed_dict(tuple((a.keyword, a.value) for a in args), call.node)
     if len(args) == 1 and args[0].keyword is None and not args[0].node.star:
         if first.kind == BATCH or (first.kind == LIST and first.cls == "dict"):  # a copy of a dict: its values
