@@ -9,7 +9,7 @@ one abstract object; its fields are then a summary of all of them.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .env import moved_copy
 from .lattice import MODULE, OPTIMIZER, TENSOR, Value, conflicts, join_values
@@ -22,7 +22,7 @@ def function_key(function: Optional[object]) -> int:
 
 class Heap:
     __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on", "_classes", "clock", "_renewed_at",
-                 "relocations", "made_in", "saved_files", "wrapped", "optimized_tensors", "_state_calls")
+                 "relocations", "made_in", "saved_files", "wrapped", "optimized_tensors", "_state_calls", "journal")
 
     def __init__(self) -> None:
         self._fields: Dict[int, Dict[str, Value]] = {}
@@ -65,6 +65,8 @@ class Heap:
         #: allocation site -> the function (by `id` of its node; 0 for module code) that made it: a
         #: function's result made by it is a new object at each of its calls
         self.made_in: Dict[int, int] = {}
+        #: while the branches of an `if` run: the stores each made, as (object, field, value before)
+        self.journal: Optional[List[Tuple[int, str, Optional[Value]]]] = None
 
     def note_class(self, ident: int, cls: str) -> None:
         self._classes[ident] = cls
@@ -167,10 +169,50 @@ class Heap:
         """`obj.name = value`; a weak store (the object is one of several) joins with the old value."""
         fields = self._fields.setdefault(ident, {})
         old = fields.get(name)
+        if self.journal is not None:
+            self.journal.append((ident, name, old))
         if old is not None and old.kind == value.kind and value.kind in (TENSOR, MODULE) and conflicts(old.device, value.device):
             self.relocations += 1
         fields[name] = value if strong or old is None else join_values(old, value)
         self._index(ident, name, fields[name])
+
+    # --- branches: a field set on both sides of an `if` holds either value after it ---------
+
+    def begin_branch(self) -> Optional[list]:
+        """Start recording this branch's stores; returns the enclosing record, for `end_branch`."""
+        outer, self.journal = self.journal, []
+        return outer
+
+    def end_branch(self, outer: Optional[list]) -> Dict[Tuple[int, str], Tuple[Optional[Value], Value]]:
+        """Stop recording: each field the branch stored, as (value before the branch, value after),
+        and the heap put back as it was before the branch (so the other branch starts from there)."""
+        log, self.journal = self.journal or [], outer
+        written: Dict[Tuple[int, str], Tuple[Optional[Value], Value]] = {}
+        for ident, name, before in log:
+            key = (ident, name)
+            if key not in written:
+                written[key] = (before, self._fields[ident][name])
+        for (ident, name), (before, _) in written.items():
+            if before is None:
+                self._fields[ident].pop(name, None)
+            else:
+                self._fields[ident][name] = before
+        return written
+
+    def join_branches(self, sides: Sequence[Dict[Tuple[int, str], Tuple[Optional[Value], Value]]],
+                      join: Callable[[Value, Value], Value]) -> None:
+        """After an `if` whose branches both go on: each field either one stored holds what either
+        side left (a side that did not store it left the value from before; a field new on one side
+        only is that side's)."""
+        for key in set().union(*sides):
+            ident, name = key
+            before = next(side[key][0] for side in sides if key in side)
+            after = [side[key][1] if key in side else before for side in sides]
+            present = [value for value in after if value is not None]
+            value = present[0]
+            for other in present[1:]:
+                value = join(value, other)
+            self.store(ident, name, value)
 
     def _index(self, owner: int, name: str, value: Value) -> None:
         stack, depth = [value], 0

@@ -300,7 +300,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if isinstance(node.orelse, cst.Else):
                 return self.exec_suite(node.orelse.body, env)
             return env
-        split = self.is_device_choice(node.test, test)
+        split = self.is_device_choice(node.test, test, env)
         # `if torch.cuda.device_count() > 1:` picks between several GPUs and one (or none): the
         # other side runs on single-GPU machines too, so both sides are checked as they are
         several = split and _needs_several_devices(node.test)
@@ -333,11 +333,19 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             then_env.path, else_env.path = (ACCELERATOR_PATH, HOST_PATH) if accelerated == 0 else (HOST_PATH, ACCELERATOR_PATH)
             if several:
                 then_env.path, accelerated = SEVERAL_PATH, BOTH_SIDES
+        heap = self.program.contexts.heap
+        outer = heap.begin_branch()
         then_env = self.exec_then(node, then_env)
+        then_fields = heap.end_branch(outer)
+        outer = heap.begin_branch()
         if isinstance(node.orelse, cst.If):
             else_env = self.exec_if(node.orelse, else_env)
         elif isinstance(node.orelse, cst.Else):
             else_env = self.exec_suite(node.orelse.body, else_env)
+        else_fields = heap.end_branch(outer)
+        # (`if is_torch_available(): self.torch = torch else: self.torch = None`: the object's field
+        # holds either, not the last one stored)
+        heap.join_branches((then_fields, else_fields), lambda a, b: join_values(a, b, split))
         joined = join_envs(then_env, else_env, split, accelerated)
         joined.path = env.path
         if split and not (then_env.dead or else_env.dead):
@@ -417,10 +425,18 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             self.program.facts.wrapper_attributes.append(
                 WrapperAttribute(node, Operand(node.value, base), attr, lacking, wrapped[0].wrapped_at))
 
-    def is_device_choice(self, test: cst.BaseExpression, value: Value) -> bool:
+    def is_device_choice(self, test: cst.BaseExpression, value: Value, env: Env) -> bool:
         """Does this test choose between an accelerator and the CPU?"""
         if value.source == SOURCE_AVAILABILITY:
             return True
+        if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and not test.args:
+            callee = self.lookup(test.func.value, env)
+            info = self.program.functions.get(id(callee.origin)) if callee is not None and callee.kind == FUNCTION else None
+            if info is not None and not mentions_device(info.node.body):
+                # a function of this file that names no device says by what it returns, not by its
+                # name: transformers' `is_torch_available()` asks whether torch imports, not whether
+                # a GPU is there
+                return False
         return mentions_device(test)
 
     def exec_loop_body(self, env: Env, run_once, loop: cst.CSTNode, target: Optional[cst.BaseExpression] = None,
@@ -1180,7 +1196,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.note_test_sync(node.test, test, "if")
         if test.literal is not None and test.source != SOURCE_AVAILABILITY and not self.reads_rebound_fields(node.test):
             return self.eval(node.body if test.literal[0] else node.orelse, env)
-        split = self.is_device_choice(node.test, test)
+        split = self.is_device_choice(node.test, test, env)
         body_env, else_env = env.copy(), env.copy()
         if split:
             body_env.guarded = else_env.guarded = True
@@ -1535,7 +1551,9 @@ def _lazy_initialisation(node: cst.If) -> bool:
             and isinstance(test.comparisons[0].operator, cst.Is) and dotted_name(test.comparisons[0].comparator) == "None"):
         return False
     field = dotted_name(test.left)
-    return field is not None and any(
+    # (a field of an object lives on between calls; a local name, `if dim_size is None: dim_size = ...`,
+    # is filled again on every call and its body is per-step work)
+    return field is not None and "." in field and any(
         isinstance(small, (cst.Assign, cst.AnnAssign)) and any(
             dotted_name(target) == field for target in
             ([t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]))

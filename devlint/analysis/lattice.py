@@ -380,11 +380,12 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     if a is b or a == b:  # (most names are bound to the very same value on both paths)
         return a
     # `self.running = None`, set to a tensor later: where it is used, it is that tensor (None would
-    # fail whatever the device)
+    # fail whatever the device); `self.torch = torch if is_torch_available() else None` is torch
     for empty, other in ((a, b), (b, a)):
-        if empty.kind == HOST and empty.literal == (None,) and other.kind in (TENSOR, BATCH, MODULE, OPTIMIZER, OBJECT):
+        if empty.kind == HOST and empty.literal == (None,) and other.kind in (TENSOR, BATCH, MODULE, OPTIMIZER, OBJECT, REF) \
+                and not (availability_split and other.kind == REF):
             return other if other.nullable else replace(other, nullable=True)
-        if availability_split and empty.kind == HOST and empty.literal == (None,) and other.kind in (ANY, HOST) \
+        if availability_split and empty.kind == HOST and empty.literal == (None,) and other.kind in (ANY, HOST, REF) \
                 and other.literal is None and not other.source:
             # `stream = torch.cuda.Stream() if use_cuda else None`: not None only where CUDA is, so
             # `if stream is not None:` is an availability test
