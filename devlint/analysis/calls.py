@@ -97,6 +97,8 @@ class CallEvaluator:
         return self.call_bound(callee, func, node, args, env)
 
     def call_bound(self, callee: Value, func, node: cst.Call, args: List[Arg], env) -> Value:
+        if callee.kind == CLASS and callee.alternatives:  # one of several classes: one of their objects
+            return join_all([self.call_bound(side, func, node, args, env) for side in callee.alternatives])
         if callee.bound:  # `functools.partial(f, sync=True)()`: what partial bound comes first
             args = [Arg(*pair) for pair in callee.bound] + list(args)
         if callee.kind == REF:

@@ -106,8 +106,12 @@ class CurrentGpu:
     assumed: bool = False
 
 
+#: the key of GPU 0 as the GPU a process starts on: no code chose it (`.cuda()` before any
+#: `set_device`), so it is the GPU chosen at run time wherever that choice was left at its default
+START_GPU = "process-start"
+
 #: a process starts on GPU 0
-PROCESS_START_GPU = CurrentGpu(Device(CUDA, 0), assumed=True)
+PROCESS_START_GPU = CurrentGpu(Device(CUDA, 0, START_GPU), assumed=True)
 
 
 def gpu_at_exit(exits: Sequence[Tuple[Optional[CurrentGpu], str]]) -> Optional[CurrentGpu]:
@@ -189,8 +193,12 @@ def conflicts(a: Device, b: Device) -> bool:
     if pa[0] == pb[0] == "accelerator":
         if _constant_gpu(a) and _constant_gpu(b):
             return pa[1] != pb[1]
-        # one GPU written out (`"cuda:0"`) against the GPU each process picks: apart on every other process
-        return (_constant_gpu(a) and b.key == PER_RANK) or (_constant_gpu(b) and a.key == PER_RANK)
+        # one GPU written out (`"cuda:0"`) against the GPU each process picks: apart on every other
+        # process. The GPU a process starts on is no GPU written out: a GPU chosen at run time
+        # (`torch.device("cuda", args.gpu) if args.gpu is not None else torch.device("cuda")`) is that
+        # one where nobody chose (DEV205 says it where ranks share it)
+        return ((_constant_gpu(a) and a.key != START_GPU and b.key == PER_RANK)
+                or (_constant_gpu(b) and b.key != START_GPU and a.key == PER_RANK))
     return False
 
 
@@ -419,15 +427,22 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     alternatives: Tuple[Value, ...] = ()
     if accelerated == BOTH_SIDES and a.kind == MODULE and a.scatters != b.scatters:
         # several GPUs or one: either side may run on a GPU machine, each is checked as it is
-        alternatives = (replace(a, alternatives=()), replace(b, alternatives=()))
-    elif accelerated is not None and a.kind == MODULE and a.scatters != b.scatters:
-        # on a machine with the accelerator only that side runs: calls check it as it is
-        alternatives = (replace((a, b)[accelerated], alternatives=()),)
-    elif a.kind == MODULE and (a.alternatives or b.alternatives):
+        alternatives = _union_sides(a, b)[:MAX_SIDES]
+    elif accelerated is not None and a.kind == MODULE and (a.scatters != b.scatters or (a, b)[accelerated].alternatives):
+        # on a machine with the accelerator only that side runs (itself one of several ways a
+        # model was wrapped, perhaps): calls check it as it is
+        side = (a, b)[accelerated]
+        alternatives = side.alternatives or (replace(side, alternatives=()),)
+    elif a.kind == MODULE and (a.alternatives or b.alternatives or a.scatters != b.scatters):
         # a value split by availability joined with another (`if args.gpu is not None: ... elif
         # torch.cuda.is_available(): wrap`): on a machine with the accelerator it is one of the
-        # split's accelerator sides or the other value
-        alternatives = _union_sides(a, b)
+        # split's accelerator sides or the other value. A model wrapped on one path of any branch
+        # (`if arch == "vgg": wrap a part, move it` / `else: model = DataParallel(model)`) is
+        # the wrapper on that path and the bare model on the other: each runs as it is
+        alternatives = _union_sides(a, b)[:MAX_SIDES]
+    elif a.kind == CLASS and a.cls != b.cls:
+        # one of several classes of the file (`models[args.arch]()`): calling it builds one of them
+        alternatives = _union_sides(a, b)[:MAX_SIDES]
     items: Tuple[Value, ...] = ()
     if len(a.items) == len(b.items):
         items = tuple(join_values(x, y, availability_split) for x, y in zip(a.items, b.items))
@@ -486,6 +501,10 @@ def _tensor_on_some_path(joined: Value, a: Value, b: Value) -> Value:
         return joined  # (a tensor on one path, a batch on the other: nothing to find again)
     side = join_values(*sides) if len(sides) == 2 else sides[0]
     return replace(joined, alternatives=(replace(side, alternatives=()),))
+
+
+#: How many ways a joined model is kept apart; more paths than this join into one summary.
+MAX_SIDES = 4
 
 
 def _union_sides(a: Value, b: Value) -> Tuple[Value, ...]:

@@ -136,7 +136,16 @@ def zip_(call: ApiCall) -> Value:
 @BUILTINS.on(api.PASS_THROUGH_ITERATORS)
 def same_items(call: ApiCall) -> Value:
     """`list(xs)`, `sorted(xs)`, `iter(xs)`: the same elements."""
-    return call.first
+    first = call.first
+    if call.name in _SEQUENCE_BUILDERS and call.args and first.kind in (ANY, HOST):
+        # (whatever went in, a Python list or tuple comes out: `torch.tensor(list(size))` has a
+        # dimension, so it is no 0-dim scalar that may meet a GPU tensor)
+        return Value(kind=LIST, cls=call.name, items=(_element(call, 0),), source=first.source)
+    return first
+
+
+#: Builtins that always give a new Python list or tuple.
+_SEQUENCE_BUILDERS = frozenset({"list", "tuple", "sorted"})
 
 
 @BUILTINS.on("filter")
