@@ -96,9 +96,9 @@ class CallEvaluator:
             return self.builtin_call(func.value, node, args, env)
         return self.call_bound(callee, func, node, args, env)
 
-    def call_bound(self, callee: Value, func, node: cst.Call, args: List[Arg], env) -> Value:
+    def call_bound(self, callee: Value, func, node: cst.Call, args: List[Arg], env, of_several: bool = False) -> Value:
         if callee.kind == CLASS and callee.alternatives:  # one of several classes: one of their objects
-            return join_all([self.call_bound(side, func, node, args, env) for side in callee.alternatives])
+            return join_all([self.call_bound(side, func, node, args, env, of_several=True) for side in callee.alternatives])
         if callee.bound:  # `functools.partial(f, sync=True)()`: what partial bound comes first
             args = [Arg(*pair) for pair in callee.bound] + list(args)
         if callee.kind == REF:
@@ -111,7 +111,7 @@ class CallEvaluator:
                 wrapper = self.program.parallel_base(callee.cls, self)
                 if wrapper is not None:  # `class MMDataParallel(nn.DataParallel)`: built as the wrapper is
                     return replace(self.api_call(wrapper, node, args, env), cls=callee.cls)
-                instance = self.program.instantiate(callee, node, args, env, self)
+                instance = self.program.instantiate(callee, node, args, env, self, of_several)
                 if instance.ident is not None:
                     self.note_created(instance.ident)
                 return instance

@@ -488,7 +488,7 @@ class Program:
             return replace(value, source=SOURCE_UNREGISTERED) if value.device.known else UNKNOWN_VALUE
         return value
 
-    def instantiate(self, callee: Value, node: cst.Call, args, env: Env, caller=None) -> Value:
+    def instantiate(self, callee: Value, node: cst.Call, args, env: Env, caller=None, of_several: bool = False) -> Value:
         """`Net(...)`: a new object at this allocation site, its fields set by `__init__` run on the
         call's arguments."""
         info = self.classes.get(callee.cls)
@@ -500,15 +500,17 @@ class Program:
             if args and all(a.keyword is not None for a in args):  # `BatchEncoding(input_ids=ids, ...)`
                 contents = keyed_dict(tuple((a.keyword, a.value) for a in args), node)
             return replace(contents, cls=info.name) if contents is not None and contents.kind == BATCH else UNKNOWN_VALUE
+        # (one of several classes built at one call, `REGISTRY[name](args)`: one object per class there)
+        site = hash((id(node), info.name)) if of_several else id(node)
         if _acts_as_module(info):
-            instance = Value(kind=MODULE, device=env.default_device, origin=node, ident=id(node), cls=info.name,
+            instance = Value(kind=MODULE, device=env.default_device, origin=node, ident=site, cls=info.name,
                              stateful=info.stateful)
         elif info.is_module is False or _is_record_class(info.node):  # (a NamedTuple is no module)
-            instance = Value(kind=OBJECT, origin=node, ident=id(node), cls=info.name)
+            instance = Value(kind=OBJECT, origin=node, ident=site, cls=info.name)
         else:
             return UNKNOWN_VALUE
-        self.contexts.heap.allocate(id(node), {})
-        self.contexts.heap.note_class(id(node), info.name)
+        self.contexts.heap.allocate(site, {})
+        self.contexts.heap.note_class(site, info.name)
         init = info.methods.get("__init__")
         built = instance
         if init is not None and caller is not None:
@@ -519,18 +521,18 @@ class Program:
         elif init is None and _is_record_class(info.node):
             # a dataclass or NamedTuple: its generated `__init__` stores each argument in its field,
             # then calls `__post_init__`
-            self.contexts.heap.allocate(id(node), _record_fields(info.node, args))
+            self.contexts.heap.allocate(site, _record_fields(info.node, args))
             post_init = info.methods.get("__post_init__")
             if post_init is not None and caller is not None:
                 self._invoke(post_init, instance, node, [], caller, env)
-        if not self.contexts.heap.fields(id(node)):
-            self.contexts.heap.allocate(id(node), {key[len("self."):]: value for key, value in info.attrs.items()})
+        if not self.contexts.heap.fields(site):
+            self.contexts.heap.allocate(site, {key[len("self."):]: value for key, value in info.attrs.items()})
         elif instance.kind == MODULE and instance == built:  # (not moved by its own `__init__`)
-            instance = self._built_where_weights_are(instance, self.contexts.heap.fields(id(node)))
+            instance = self._built_where_weights_are(instance, self.contexts.heap.fields(site))
         if instance.kind == MODULE and instance.stateful is False and not _follows_input(info):
             # a wrapper of the module it was given (k-diffusion's `VDenoiser(inner)`): its weights are
             # that module's, which the class alone could not say
-            held = [v.stateful for v in self.contexts.heap.fields(id(node)).values() if v.kind == MODULE]
+            held = [v.stateful for v in self.contexts.heap.fields(site).values() if v.kind == MODULE]
             if any(stateful is not False for stateful in held):
                 instance = replace(instance, stateful=True if True in held else None)
         return instance
