@@ -481,6 +481,9 @@ class CallEvaluator:
             inherited = self.program.call_super(name, node, args, self, env)
             if inherited is not None:
                 return inherited
+        if receiver.kind == OBJECT and receiver.alternatives:  # one of several objects: what one of them does
+            return join_all([self.method_call(side, receiver_node, name, node, args, env, discarded)
+                             for side in receiver.alternatives])
         if receiver.keyed and name in api.DICT_MUTATORS:
             forgotten = replace(receiver, keyed=())
             key = dotted_name(receiver_node)
@@ -675,6 +678,8 @@ class CallEvaluator:
         """Calling a value: a model, a loss, or something we do not know."""
         if callee.kind == MODULE or (callee.kind == ANY and callee.device.known):
             return self.module_call(callee, callee_node, node, args, "call", env)
+        if callee.kind == OBJECT and callee.alternatives:  # one of several objects called
+            return join_all([self.call_value(side, callee_node, node, args, name, env) for side in callee.alternatives])
         if callee.kind == OBJECT and callee.cls:  # an object of this file called: its `__call__`
             return self.program.call_method(callee, "__call__", node, args, self, env)
         if callee.kind == ANY and _LOSS_NAME.search(name):

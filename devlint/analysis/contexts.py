@@ -25,7 +25,7 @@ from .invocation import (
     MAX_CONTEXTS, MAX_DEPTH, CallSite, Invocation, abstract, bind_parameters, context_key, set_fields,
 )
 from .lattice import (
-    ANY, DEVICE, HOST, LIST, MODULE, OBJECT, OPTIMIZER, TENSOR, UNGUARDED, UNKNOWN_VALUE, Value, gpu_at_exit, join_all,
+    ANY, CLASS, DEVICE, FUNCTION, HOST, LIST, MODULE, OBJECT, OPTIMIZER, TENSOR, UNGUARDED, UNKNOWN_VALUE, Value, gpu_at_exit, join_all,
     join_paths,
 )
 from .rebound_fields import as_seen_unseeded
@@ -229,7 +229,9 @@ class ContextRunner:
         evaluator.silent += 1
         # (`device=torch.device("cuda")` as well: unguarded unless this call's path checked)
         value = evaluator.eval(param.default, Env(guarded=site.guarded or self.program.accelerator_only(info)))
-        return value if value.kind in (HOST, DEVICE) or host_data(value) else UNKNOWN_VALUE  # (`mean=(0.5, 0.5)`)
+        # (`mean=(0.5, 0.5)`; `prepare_batch=_prepare_batch`: a function or class of the file is the
+        # same one at every call, unlike a mutable default)
+        return value if value.kind in (HOST, DEVICE, FUNCTION, CLASS) or host_data(value) else UNKNOWN_VALUE
 
     def fields_seen_by(self, info: FunctionInfo, receiver: Value, name: str) -> Dict[str, Value]:
         """`self.x` as the method sees it: the object's fields, else what the class's constructor sets."""

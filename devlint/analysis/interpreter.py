@@ -819,6 +819,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def attribute_of(self, base: Value, attr: str, node: cst.CSTNode, env: Env) -> Value:
         kind = base.kind
+        if kind == OBJECT and base.alternatives:  # one of several objects: that field of one of them
+            return join_all([self.attribute_of(side, attr, node, env) for side in base.alternatives])
         if base.keyed and base.cls != "dict":  # a namespace: `ns.input_ids` is what it was built with
             stored = key_of(base, attr)
             if stored is not None:

@@ -443,6 +443,9 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     elif a.kind == CLASS and a.cls != b.cls:
         # one of several classes of the file (`models[args.arch]()`): calling it builds one of them
         alternatives = _union_sides(a, b)[:MAX_SIDES]
+    elif a.kind == OBJECT and a.ident != b.ident and a.cls and b.cls:
+        # one of several objects (`for metric in self.metrics.values()`): a call runs one of them
+        alternatives = _union_sides(a, b)[:MAX_SIDES]
     items: Tuple[Value, ...] = ()
     if len(a.items) == len(b.items):
         items = tuple(join_values(x, y, availability_split) for x, y in zip(a.items, b.items))
