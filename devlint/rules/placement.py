@@ -31,8 +31,10 @@ def _is_late_input(mismatch: DeviceMismatch) -> bool:
 
 
 def _is_factory_mix(mismatch: DeviceMismatch) -> bool:
+    # (a factory tensor that is on the accelerator, fed to a model left on the CPU, is no tensor
+    # made without `device=`: the model is what stayed behind, DEV101)
     value = mismatch.offender.value
-    return value.source == SOURCE_FACTORY and not value.explicit_device
+    return value.source == SOURCE_FACTORY and not value.explicit_device and value.device.is_cpu
 
 
 class ModelInputDeviceMismatch(Rule):

@@ -283,8 +283,10 @@ def copied(call: ApiCall) -> Optional[Value]:
     ident = id(call.node) if original.kind == MODULE else None
     if ident is not None:
         call.ev.note_created(ident)
+    # (a module's copy got its place here, where the original was at this moment)
+    origin = call.node if original.kind == MODULE else original.origin or call.node
     return replace(original, ident=ident, owner=None, aliases=(), alternatives=(), parameter=False,
-                   origin=original.origin or call.node, scatters="" if original.kind == TENSOR else original.scatters)
+                   origin=origin, scatters="" if original.kind == TENSOR else original.scatters)
 
 
 @FUNCTIONS.on(api.DATACLASS_FIELDS)
