@@ -487,7 +487,9 @@ def wrap_parallel(call: ApiCall) -> Value:
             # `DDP(model.to(device), device_ids=[gpu])` with `device` the CPU where there is no GPU
             facts.parallel_on_cpu.append(ParallelOnCpu(node, module, "DistributedDataParallel", without_gpu=True))
         part = replaced_part(inner)
-        if has_ids and part is not None and ev.first_time("part", inner, node):
+        # (a part left on the CPU beside parts on a GPU: DDP rejects a module on several device
+        # types whatever `device_ids` says)
+        if part is not None and ev.first_time("part", inner, node):
             facts.parallel_on_cpu.append(ParallelOnCpu(node, part, "DistributedDataParallel"))
     first_id = _first_literal_id(ids.node.value, ids.value) if has_ids else None
     if first_id is None and not has_ids and call.name in api.DATA_PARALLEL:
