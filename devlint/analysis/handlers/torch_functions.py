@@ -365,12 +365,23 @@ def distribution(call: ApiCall) -> Value:
 
 # --- data ----------------------------------------------------------------------------------
 
+def _may_hold_device_tensors(dataset: Value, depth: int = 0) -> bool:
+    """Does a dataset hold tensors that may already be on an accelerator? A list of slices of tensors
+    the function was handed (`[[train_X[i], train_y[i]] for i ...]`) may: pinning them would fail."""
+    if any(item.device.is_accelerator or item.device.kind == SYMBOLIC for item in dataset.items):
+        return True
+    if dataset.kind not in (LIST, TUPLE) or depth > 3:
+        return False
+    return any((item.kind in (TENSOR, BATCH) and not item.device.is_cpu) or _may_hold_device_tensors(item, depth + 1)
+               for item in dataset.items)
+
+
 @FUNCTIONS.on(api.DATA_LOADERS)
 def data_loader(call: ApiCall) -> Value:
     """A loader's batches are where its dataset's samples are (on the CPU unless they are made elsewhere)."""
     ev, node, args, env = call.ev, call.node, call.args, call.env
     dataset = args[0].value if args and args[0].keyword is None else UNKNOWN_VALUE
-    if not any(item.device.is_accelerator or item.device.kind == SYMBOLIC for item in dataset.items):
+    if not _may_hold_device_tensors(dataset):
         # (a dataset holding device tensors cannot be pinned nor served by workers)
         ev.program.loader_options[id(node)] = (_literal_option(call, "pin_memory"), _literal_option(call, "num_workers"))
     if dataset.kind == OBJECT and not dataset.cls:  # one of several classes by path: unknown
