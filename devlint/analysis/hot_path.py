@@ -343,7 +343,7 @@ class HotPathTracker:
             # where the input is, `self.alphas_cumprod.to(sample.device)`, is how such code is written)
             return False
         rebound = self.program.rebound_fields
-        if key is None or ANY_FIELD == rebound or key.rsplit(".", 1)[-1] in rebound:
+        if key is None or ANY_FIELD == rebound or key.rsplit(".", 1)[-1] in self.program.moved_fields:
             return False  # (a field the object replaces itself, `self.pe = self.pe.to(x.device)`: moved once)
         return (key is not None and key.startswith("self.") and receiver.kind == TENSOR and receiver.device.is_cpu
                 and not receiver.parameter and receiver.source in (SOURCE_CREATED, SOURCE_UNREGISTERED)

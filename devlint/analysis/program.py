@@ -21,7 +21,7 @@ import libcst as cst
 from . import torch_api as api
 from .env import Env, moved_copy
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState, caller_chains
-from .rebound_fields import as_seen_unseeded, fields_rebound
+from .rebound_fields import as_seen_unseeded, fields_moved, fields_rebound
 from .apply_overrides import attributes_applied
 from .call_order import callers_first
 from .function_syntax import FunctionSyntax, index_functions
@@ -79,6 +79,7 @@ class Program:
         self._applied: Optional[frozenset] = None
         self._object_fields: Optional[frozenset] = None
         self._rebound: Optional[frozenset] = None
+        self._moved_fields: Optional[frozenset] = None
         self.place = place or ProjectPlace()
         self.facts = FileFacts()
         self.reported: Set[int] = set()
@@ -195,6 +196,13 @@ class Program:
         if self._rebound is None:
             self._rebound = fields_rebound(self.module, self.source)
         return self._rebound
+
+    @property
+    def moved_fields(self) -> frozenset:
+        """Attribute names this file sets to a moved value (see `rebound_fields.fields_moved`)."""
+        if self._moved_fields is None:
+            self._moved_fields = fields_moved(self.module)
+        return self._moved_fields
 
     @property
     def fields_used_as_objects(self) -> frozenset:

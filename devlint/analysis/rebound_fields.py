@@ -14,6 +14,7 @@ from typing import FrozenSet, Optional, Set
 
 import libcst as cst
 
+from . import torch_api as api
 from .lattice import BATCH, DEVICE, TENSOR, UNKNOWN, UNKNOWN_VALUE, Value
 from .names import statements_in, walk
 
@@ -39,6 +40,22 @@ def fields_rebound(module: cst.Module, source: str) -> FrozenSet[str]:
             for node in walk(target):
                 if isinstance(node, cst.Attribute) and not (in_init and _on_self(node)):
                     names.add(node.attr.value)
+    return frozenset(names)
+
+
+def fields_moved(module: cst.Module) -> FrozenSet[str]:
+    """Names of attributes some statement of the file sets to a moved value (`self.pe =
+    self.pe.to(x.device)`): a field the object itself moves where it is used, once."""
+    names: Set[str] = set()
+    for small, _ in statements_in(module):
+        if not isinstance(small, (cst.Assign, cst.AnnAssign)) or small.value is None:
+            continue
+        if not any(isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                   and node.func.attr.value in api.MOVE_METHODS and node.func.attr.value != "cpu"
+                   for node in walk(small.value)):
+            continue
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+        names.update(target.attr.value for target in targets if isinstance(target, cst.Attribute))
     return frozenset(names)
 
 
