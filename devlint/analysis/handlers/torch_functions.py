@@ -324,7 +324,8 @@ def torch_load(call: ApiCall) -> Value:
                 # (`load_checkpoint(path)`: its callers, maybe in other files, restore what it reads)
                 ev.program.facts.requirements.device_state_loads.add(id(node))
     else:
-        device = ev.device_argument(location.node.value, location.value, env) or UNKNOWN
+        # (`map_location="cuda"` asks for CUDA as `.to("cuda")` does: noted for the portability rules)
+        device = ev.placement(location, node, env) or UNKNOWN
     loaded = Value(kind=BATCH, device=device, origin=node, source=SOURCE_LOAD)
     saved = ev.program.contexts.heap.saved_files.get(checkpoint_key(args[0])) if args else None
     return reloaded(saved, loaded) if saved is not None else loaded
