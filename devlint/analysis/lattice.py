@@ -606,6 +606,10 @@ def join_paths(values: Sequence[Value], paths: Sequence[str], availability_split
 def container_of(items: List[Value], flavour: str) -> Value:
     """A list/dict/generator whose elements are `items`, seen as one element."""
     element = join_all(items)
+    if element.keyed:
+        # a list of dicts with literal keys (`results.append({"probs": p, "targets": y})`): each of
+        # its elements still has those keys
+        return Value(kind=LIST, items=(element,), cls=flavour)
     if element.kind in (TENSOR, BATCH):
         # (`scalar=False`: each element has a shape, so taking one out gives a shaped tensor)
         return Value(kind=BATCH, device=element.device, origin=element.origin, source=element.source,
