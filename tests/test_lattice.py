@@ -79,3 +79,21 @@ def test_what_holds_on_one_path_of_a_join_still_holds_there():
     # a part left behind on one path (`if n != model.num_classes: model.reset_classifier(n)`)
     moved = Value(kind=MODULE, device=SEL, stateful=True)
     assert join_values(moved, Value(kind=MODULE, device=SEL, stateful=True, stray=stray)).stray is stray
+
+
+def test_a_model_wrapped_on_one_path_stays_apart_from_the_bare_one():
+    from devlint.analysis.lattice import MODULE, OWN_FORWARD_MOVES, Value, join_values
+    bare = Value(kind=MODULE, device=CPU, cls="Net")
+    wrapped = Value(kind=MODULE, device=CPU, cls="Net", scatters="DataParallel")
+    joined = join_values(bare, wrapped)
+    assert {side.scatters for side in joined.alternatives} == {"", "DataParallel"}
+    # two parts that differ only in whether their own forward moves its input are one part
+    moving = Value(kind=MODULE, device=CPU, cls="RMSNorm", scatters=OWN_FORWARD_MOVES)
+    assert join_values(bare, moving).alternatives == ()
+
+
+def test_the_gpu_a_process_starts_on_is_no_gpu_written_out():
+    from devlint.analysis.lattice import PER_RANK, PROCESS_START_GPU
+    chosen_at_run_time = Device("cuda", None, PER_RANK)
+    assert not conflicts(PROCESS_START_GPU.device, chosen_at_run_time)
+    assert conflicts(CUDA0, chosen_at_run_time)

@@ -433,7 +433,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         # model was wrapped, perhaps): calls check it as it is
         side = (a, b)[accelerated]
         alternatives = side.alternatives or (replace(side, alternatives=()),)
-    elif a.kind == MODULE and (a.alternatives or b.alternatives or a.scatters != b.scatters):
+    elif a.kind == MODULE and (a.alternatives or b.alternatives or _wrapped_on_one_side(a, b)):
         # a value split by availability joined with another (`if args.gpu is not None: ... elif
         # torch.cuda.is_available(): wrap`): on a machine with the accelerator it is one of the
         # split's accelerator sides or the other value. A model wrapped on one path of any branch
@@ -505,6 +505,14 @@ def _tensor_on_some_path(joined: Value, a: Value, b: Value) -> Value:
     side = join_values(*sides) if len(sides) == 2 else sides[0]
     return replace(joined, alternatives=(replace(side, alternatives=()),))
 
+
+def _wrapped_on_one_side(a: Value, b: Value) -> bool:
+    """A model wrapped in DataParallel/DDP on one path and not (or otherwise) on the other. (Two
+    parts that differ only in whether their own `forward` moves its input are one part.)"""
+    return a.scatters != b.scatters and bool({a.scatters, b.scatters} & _PARALLEL_WRAPPERS)
+
+
+_PARALLEL_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
 
 #: How many ways a joined model is kept apart; more paths than this join into one summary.
 MAX_SIDES = 4

@@ -724,6 +724,13 @@ class Program:
         container = interp.eval(target.value, env)
         if container.kind in (LIST, TUPLE):
             self.note_container_append(interp, container, target.value, value, target)
+        assigned = getattr(statement, "value", None)
+        if container.kind == MODULE and value.kind == MODULE and isinstance(assigned, cst.Name):
+            # `self.feature_modules[name] = module` (an `nn.ModuleDict`): that module is registered,
+            # and a plain list that also indexes it (`self.feature_fns.append(module)`) moves with it
+            holder = container.ident if container.ident is not None else getattr(env.get("self"), "ident", None)
+            if holder is not None:
+                env.values[assigned.value] = replace(value, owner=holder)
 
     def note_self_call(self, interp: Interpreter, receiver_node, method: str) -> None:
         """Calls on `self` or `self.attr` that change what DEV105 may say."""
