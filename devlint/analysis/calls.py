@@ -517,7 +517,9 @@ class CallEvaluator:
             if attribute.kind in (REF, CLASS, FUNCTION, METHOD, MODULE) or (attribute.kind == OBJECT and attribute.cls):
                 return self.call_bound(attribute, node.func, node, args, env)
         if kind == OBJECT:
-            self.escape(args, env)
+            # (a method the file defines is read: what it does with its arguments comes back from
+            # the call; only what it moves or hands on to other code may have moved)
+            self.escape(self.program.method_arguments_it_may_move(receiver, name, args), env)
             if not self.program.defines(receiver.cls, name) and self.program.inherits_unseen(receiver.cls):
                 self.forget_fields(receiver, receiver_node, env)
             return self.program.call_method(receiver, name, node, args, self, env)

@@ -913,17 +913,20 @@ class Program:
             if cls is not None and _is_record_class(cls.node) and not _has_own_methods(cls.node, _RECORD_HOOKS):
                 return []
             return list(args)
-        info = self.functions.get(id(callee.origin))
-        if info is None or isinstance(info.node.params.star_arg, cst.Param) or info.node.params.star_kwarg is not None:
+        return _arguments_moved_by(self.functions.get(id(callee.origin)), args, bound=False)
+
+    def method_arguments_it_may_move(self, receiver: Value, name: str, args) -> list:
+        """Like `arguments_it_may_move`, for `obj.name(...)` on an object of a class of this file:
+        a method whose body is read moves or hands on only some of what it is given."""
+        info = self.classes.get(receiver.cls)
+        if info is None:
             return list(args)
-        names = [p.name.value for p in info.parameters()]
-        handled = info.handled_parameters
-        chosen = []
-        for position, arg in enumerate(a for a in args if a.keyword is None):
-            if arg.node.star or position >= len(names) or names[position] in handled:
-                chosen.append(arg)
-        chosen += [a for a in args if a.keyword is not None and (a.keyword in handled or a.keyword not in names)]
-        return chosen
+        self.ensure_class(info)
+        method = info.methods.get(name)
+        if method is None:
+            return list(args)
+        decorators = {dotted_name(d.decorator) for d in method.node.decorators}
+        return _arguments_moved_by(method, args, bound="staticmethod" not in decorators)
 
     def defines(self, cls: str, method: str) -> bool:
         """Does a class of this file (or a base class here) define `method`?"""
@@ -1442,3 +1445,17 @@ def _input_and_its_elements(body: cst.CSTNode, name: str) -> Set[str]:
             names.update(n.value for n in walk(node.target) if isinstance(n, cst.Name))
     return names
 
+
+def _arguments_moved_by(info: Optional["FunctionInfo"], args, bound: bool) -> list:
+    """The arguments a call of `info` may move (all, when unknown); `bound`: the first parameter is
+    the receiver, not one of `args`."""
+    if info is None or isinstance(info.node.params.star_arg, cst.Param) or info.node.params.star_kwarg is not None:
+        return list(args)
+    names = [p.name.value for p in info.parameters()][1 if bound else 0:]
+    handled = info.handled_parameters
+    chosen = []
+    for position, arg in enumerate(a for a in args if a.keyword is None):
+        if arg.node.star or position >= len(names) or names[position] in handled:
+            chosen.append(arg)
+    chosen += [a for a in args if a.keyword is not None and (a.keyword in handled or a.keyword not in names)]
+    return chosen
