@@ -656,7 +656,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                     self.program.note_module_attribute(self, target, value, env, statement)
                 if value.kind in (MODULE, TENSOR, BATCH) and value.origin is not None:
                     value = replace(value, stored=statement)
-                owner = self.lookup(key.rsplit(".", 1)[0], env) if key.count(".") == 1 else None
+                # (`model.policy.extractor = ...`: the owner is the field the chain reads, `model.policy`)
+                owner = self.lookup(key.rsplit(".", 1)[0], env) if key.count(".") == 1 else self.eval(target.value, env)
                 value = self.replaced_buffer(key, value, owner, statement)
                 left_behind = owner is not None and _left_behind(owner, value)
                 if left_behind:  # (the part itself says so: calls of it in `forward` are where it fails)
