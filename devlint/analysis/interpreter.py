@@ -406,8 +406,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return
         sides = base.alternatives or (base,)
         wrapped = [side for side in sides if side.wrapped_at is not None]
-        if not wrapped:
-            return
+        if not wrapped or any(self.program.parallel_base(side.cls, self) is not None and self.program.defines(side.cls, attr)
+                              for side in wrapped):
+            return  # (a wrapper class of this file that defines it: `MMDataParallel.val_step`)
         if attr == api.WRAPPED_MODULE_ATTRIBUTE:
             bare = [side for side in sides if side.wrapped_at is None]
             # (one side alone means only the accelerator's path wraps: elsewhere it is bare)
