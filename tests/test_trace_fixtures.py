@@ -39,8 +39,9 @@ DEVICE_ERROR = re.compile(
     r"|module must have its parameters and buffers on device"
     r"|can't convert cuda:\d+ device type tensor to numpy"
     r"|indices should be either on cpu or on the same device"
-    r"|'(?:DataParallel|DistributedDataParallel)' object has no attribute"
-    r"|Error\(s\) in loading state_dict for")
+    r"|'\w*(?:DataParallel|DistributedDataParallel)' object has no attribute"  # (a wrapper subclass too)
+    r"|Error\(s\) in loading state_dict for"
+    r"|DistributedDataParallel's input module must be on the same type of devices")
 DEVICE_EVENTS = {"device-mismatch", "numpy-on-accelerator"}
 # Rules reported where the cause is, not where it crashes: an unregistered tensor attribute crashes where
 # forward uses it, a DataParallel with the wrong device_ids at its call, optimizer state built before the
