@@ -721,6 +721,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             # `model, loader = accelerator.prepare(model, loader)`; `dtype, device = helper(...)` of
             # another file: what it gave, not guessed from the names it is unpacked into
             return value
+        if value.kind == HOST and value.cls == _SIZE:  # `n, c, h, w = images.shape`: numbers
+            return Value(kind=HOST, cls="int")
         if value.kind == TENSOR:  # `values, indices = torch.max(t, 1)`, `a, b = t.chunk(2)`
             return Value(kind=TENSOR, device=value.device, origin=value.origin, via=value.via, source=value.source,
                          stored=value.stored)
@@ -847,6 +849,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             flag = api.device_flag(attr, base.device.kind)
             if flag is not None:  # `if y.is_cuda and ...:` is decided (a CPU tensor never takes it)
                 return Value(kind=HOST, literal=(flag,))
+            if attr == "shape":  # a torch.Size: a tuple of ints on the host
+                return Value(kind=HOST, cls=_SIZE)
             if attr in api.HOST_ATTRIBUTES or attr in api.HOST_OUTPUT_ATTRIBUTES:
                 return Value(kind=HOST)
             # (a parameter's `.data` and `.grad` are where the parameter is, and move with its module)
@@ -1545,6 +1549,10 @@ def _off_interval(test: cst.BaseExpression) -> bool:
         target = test.comparisons[0]
         return isinstance(target.operator, cst.NotEqual) and integer_value(target.comparator) == 0
     return False
+
+
+#: The class of a tensor's `.shape`.
+_SIZE = "torch.Size"
 
 
 def _lazy_initialisation(node: cst.If) -> bool:
