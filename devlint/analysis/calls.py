@@ -24,7 +24,7 @@ from .handlers.module_methods import MODEL_CALL_METHODS, MODULE_METHODS, model_c
 from .handlers.registry import ApiCall
 from .handlers.tensor_methods import TENSOR_METHODS
 from .handlers.torch_functions import FUNCTIONS
-from .heap import function_key
+from .heap import SEQUENCE_ITEMS, function_key
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DEVICE, DISTRIBUTION, FUNCTION, HOST, HOST_PATH, LIST, LOADER, METHOD, MODULE, OBJECT,
     OPTIMIZER, OWN_FORWARD_MOVES, REF, SOURCE_CREATED, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_FACTORY,
@@ -510,6 +510,14 @@ class CallEvaluator:
                 if attribute.kind == MODULE:
                     return self.module_call(attribute, node.func, node, args, "call", env)
                 return self.module_method(receiver, receiver_node, name, node, args, env)
+        if (kind == OBJECT and name in _SEQUENCE_GROWERS and receiver.ident is not None and args
+                and not self.program.defines(receiver.cls, name) and self.program.is_sequence_class(receiver.cls)):
+            # `processors.append(SuppressTokens(...))` on a `class ProcessorList(list)`: the object
+            # holds what it was given, and iterating it (`for p in self:`) yields one of those
+            given = args[-1]  # (`insert(i, x)`: x)
+            added = given.value if name != "extend" else self.element_of(given.value, given.node.value, node)
+            self.program.contexts.heap.store(receiver.ident, SEQUENCE_ITEMS, added, strong=False)
+            return Value(kind=HOST)
         if kind == OBJECT and receiver.cls and not self.program.defines(receiver.cls, name):
             # no method of that name: a callable held in a field or named in the class body
             # (`cfg.optimizer(params)` with `optimizer = partial(torch.optim.NAdam, lr=...)`)
@@ -949,6 +957,10 @@ def forget_assumed_gpu(qualname: str, env) -> None:
     standard library and the builtins choose none."""
     if env.current_gpu is not None and env.current_gpu.assumed and not api.is_standard_library(qualname):
         env.current_gpu = None
+
+
+#: Methods of `list` that put an element in it.
+_SEQUENCE_GROWERS = frozenset({"append", "extend", "insert"})
 
 
 def _is_super(node) -> bool:

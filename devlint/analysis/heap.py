@@ -19,6 +19,9 @@ def function_key(function: Optional[object]) -> int:
     """How heap records name the function code runs in: `id` of its node, 0 for module code."""
     return id(function) if function is not None else 0
 
+#: The field under which an object of a `list` subclass keeps what was appended to it.
+SEQUENCE_ITEMS = "[]"
+
 
 class Heap:
     __slots__ = ("_fields", "_holders", "optimizer_state", "_generation", "_built_on", "_classes", "clock", "_renewed_at",

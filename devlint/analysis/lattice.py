@@ -443,7 +443,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     elif a.kind == CLASS and a.cls != b.cls:
         # one of several classes of the file (`models[args.arch]()`): calling it builds one of them
         alternatives = _union_sides(a, b)[:MAX_SIDES]
-    elif a.kind == OBJECT and a.ident != b.ident and a.cls and b.cls:
+    elif a.kind == OBJECT and a.ident != b.ident and (a.cls or a.alternatives) and (b.cls or b.alternatives):
         # one of several objects (`for metric in self.metrics.values()`): a call runs one of them
         alternatives = _union_sides(a, b)[:MAX_SIDES]
     items: Tuple[Value, ...] = ()

@@ -26,6 +26,7 @@ from .apply_overrides import attributes_applied
 from .call_order import callers_first
 from .function_syntax import FunctionSyntax, index_functions
 from .declarations import ClassInfo, FunctionInfo
+from .heap import SEQUENCE_ITEMS
 from .hot_path import is_interval_test
 from .call_args import caller_arg
 from .value_queries import host_data, is_move_call
@@ -370,7 +371,7 @@ class Program:
                     info.stateful = parent.stateful
                 for name, method in parent.methods.items():
                     info.methods.setdefault(name, method)
-            elif (isinstance(base.value, cst.Name) and base.value.value == "object" and value.kind == ANY) or (
+            elif (isinstance(base.value, cst.Name) and base.value.value in ("object", "list") and value.kind == ANY) or (
                     value.kind == REF and value.cls in api.NON_MODULE_BASES):
                 verdicts.append(False)
             elif (value.cls if value.kind == REF else dotted_name(base.value)) in api.MAPPING_BASES:
@@ -591,10 +592,21 @@ class Program:
 
     def iterate(self, obj: Value, node: cst.CSTNode, caller, env: Env) -> Optional[Value]:
         """`for batch in loader:` over an object of this file: one element of its `__iter__`."""
+        if obj.cls and not self.defines(obj.cls, "__iter__") and self.is_sequence_class(obj.cls):
+            # a `list` subclass of this file: one of the elements appended to it
+            return self.contexts.heap.get(obj.ident, SEQUENCE_ITEMS)
         result = self._protocol_method(obj, "__iter__", node, [], caller, env)
         if result is None or result.kind not in (LIST, TUPLE):
             return None
         return caller.element_of(result, node, node)
+
+    def is_sequence_class(self, cls: str, depth: int = 0) -> bool:
+        """Does the class, or a base class of this file, subclass `list`?"""
+        info = self.classes.get(cls)
+        if info is None or depth > 8:
+            return False
+        return any(dotted_name(base.value) == "list" or self.is_sequence_class(dotted_name(base.value) or "", depth + 1)
+                   for base in info.node.bases)
 
     def dataset_item(self, dataset: Value, node: cst.CSTNode, caller, env: Env) -> Optional[Value]:
         """What `dataset[i]` gives for a dataset object of this file (its `__getitem__`), or None."""
