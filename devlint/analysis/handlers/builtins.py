@@ -99,6 +99,13 @@ def fold(call: ApiCall) -> Optional[Value]:
         return None
     values = [call.ev.element_of(call.first, call.args[0].node.value, call.node)] if len(call.args) == 1 else \
         [a.value for a in call.args if a.keyword is None]
+    positional = [a for a in call.args if a.keyword is None]
+    if call.name != "sum" and len(positional) > 1 and any(a.value.kind == TENSOR for a in positional):
+        # `max(num_pos, 1.0)` compares a tensor with a number: `bool()` of the comparison waits for
+        # the tensor's value (mmdetection's normaliser, now `clamp_(min=1.0)`)
+        for arg in positional:
+            if arg.value.kind == TENSOR:
+                call.ev.note_sync(arg.node.value, arg.value, call.node, f"{call.name}()")
     if call.name == "sum" and len(call.args) == 1 and values[0].kind == TENSOR and values[0].device.known:
         # `sum(loss_dict.values())`: 0 plus each tensor, a tensor where they are
         element = values[0]
