@@ -186,7 +186,7 @@ class Heap:
         outer, self.journal = self.journal, []
         return outer
 
-    def end_branch(self, outer: Optional[list]) -> Dict[Tuple[int, str], Tuple[Optional[Value], Value]]:
+    def end_branch(self, outer: Optional[list]) -> Dict[Tuple[int, str], Tuple[Optional[Value], Optional[Value]]]:
         """Stop recording: each field the branch stored, as (value before the branch, value after),
         and the heap put back as it was before the branch (so the other branch starts from there)."""
         log, self.journal = self.journal or [], outer
@@ -194,15 +194,15 @@ class Heap:
         for ident, name, before in log:
             key = (ident, name)
             if key not in written:
-                written[key] = (before, self._fields[ident][name])
+                written[key] = (before, self._fields.get(ident, {}).get(name))
         for (ident, name), (before, _) in written.items():
             if before is None:
-                self._fields[ident].pop(name, None)
+                self._fields.get(ident, {}).pop(name, None)
             else:
-                self._fields[ident][name] = before
+                self._fields.setdefault(ident, {})[name] = before
         return written
 
-    def join_branches(self, sides: Sequence[Dict[Tuple[int, str], Tuple[Optional[Value], Value]]],
+    def join_branches(self, sides: Sequence[Dict[Tuple[int, str], Tuple[Optional[Value], Optional[Value]]]],
                       join: Callable[[Value, Value], Value]) -> None:
         """After an `if` whose branches both go on: each field either one stored holds what either
         side left (a side that did not store it left the value from before; a field new on one side
@@ -212,6 +212,8 @@ class Heap:
             before = next(side[key][0] for side in sides if key in side)
             after = [side[key][1] if key in side else before for side in sides]
             present = [value for value in after if value is not None]
+            if not present:
+                continue  # (a field each side dropped again)
             value = present[0]
             for other in present[1:]:
                 value = join(value, other)
