@@ -66,7 +66,7 @@ class ContextRunner:
         if node_id in self.stack or len(self.stack) >= MAX_DEPTH or self.exhausted:
             return None
         bound = bind_parameters(info.node.params, site, receiver, lambda p: self.default_value(info, p, site))
-        if receiver is not None and _is_static(info):
+        if receiver is not None and info.is_static:
             bound = bind_parameters(info.node.params, site, None, lambda p: self.default_value(info, p, site))
             receiver = None
         site.from_module_level = caller.scope.owner is None and not caller.scope.method

@@ -41,6 +41,11 @@ class FunctionInfo:
         return self.node.name.value
 
     @property
+    def is_static(self) -> bool:
+        """A `@staticmethod`: called on an object, it gets no receiver."""
+        return any(dotted_name(d.decorator) == "staticmethod" for d in self.node.decorators)
+
+    @property
     def calls(self) -> List[cst.Call]:
         """Every call in the body, nested functions' included (they may run)."""
         if self._syntax is None:  # (a function the module's index has not seen: walk it alone)

@@ -21,7 +21,7 @@ import libcst as cst
 from . import torch_api as api
 from .env import Env, moved_copy
 from .facts import ACCELERATOR_DEFAULT, ApiMisuse, FileFacts, UnguardedAccelerator, UnregisteredState, caller_chains
-from .rebound_fields import as_seen_unseeded, fields_moved, fields_rebound
+from .rebound_fields import FieldWrites, as_seen_unseeded, field_writes
 from .apply_overrides import attributes_applied
 from .call_order import callers_first
 from .function_syntax import FunctionSyntax, index_functions
@@ -79,8 +79,7 @@ class Program:
         self._name_uses: Optional[Counter] = None
         self._applied: Optional[frozenset] = None
         self._object_fields: Optional[frozenset] = None
-        self._rebound: Optional[frozenset] = None
-        self._moved_fields: Optional[frozenset] = None
+        self._field_writes: Optional[FieldWrites] = None
         self.place = place or ProjectPlace()
         self.facts = FileFacts()
         self.reported: Set[int] = set()
@@ -194,16 +193,17 @@ class Program:
     @property
     def rebound_fields(self) -> frozenset:
         """Attribute names this file assigns after construction (see `rebound_fields`)."""
-        if self._rebound is None:
-            self._rebound = fields_rebound(self.module, self.source)
-        return self._rebound
+        return self._writes().rebound
 
     @property
     def moved_fields(self) -> frozenset:
-        """Attribute names this file sets to a moved value (see `rebound_fields.fields_moved`)."""
-        if self._moved_fields is None:
-            self._moved_fields = fields_moved(self.module)
-        return self._moved_fields
+        """Attribute names this file sets to a moved value (see `rebound_fields.FieldWrites`)."""
+        return self._writes().moved
+
+    def _writes(self) -> FieldWrites:
+        if self._field_writes is None:
+            self._field_writes = field_writes(self.module, self.source)
+        return self._field_writes
 
     @property
     def fields_used_as_objects(self) -> frozenset:
@@ -937,8 +937,7 @@ class Program:
         method = info.methods.get(name)
         if method is None:
             return list(args)
-        decorators = {dotted_name(d.decorator) for d in method.node.decorators}
-        return _arguments_moved_by(method, args, bound="staticmethod" not in decorators)
+        return _arguments_moved_by(method, args, bound=not method.is_static)
 
     def defines(self, cls: str, method: str) -> bool:
         """Does a class of this file (or a base class here) define `method`?"""

@@ -9,7 +9,7 @@ another method replaced, and the branch stays undecided.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import FrozenSet, Optional, Set
 
 import libcst as cst
@@ -22,12 +22,22 @@ from .names import statements_in, walk
 ANY_FIELD = frozenset({"*"})
 
 
-def fields_rebound(module: cst.Module, source: str) -> FrozenSet[str]:
-    """Names of attributes assigned anywhere but as `self.NAME = ...` in an `__init__`
-    (ANY_FIELD when the file sets attributes by a computed name)."""
-    if _BY_NAME.search(source):  # (in a comment or a string too: then every field is taken as changing)
-        return ANY_FIELD
-    names: Set[str] = set()
+@dataclass(frozen=True)
+class FieldWrites:
+    """What the statements of a file assign to attributes, from one walk."""
+    #: names assigned anywhere but as `self.NAME = ...` in an `__init__` (ANY_FIELD when the file
+    #: sets attributes by a computed name)
+    rebound: FrozenSet[str]
+    #: names some statement sets to a moved value (`self.pe = self.pe.to(x.device)`): a field the
+    #: object itself moves where it is used, once
+    moved: FrozenSet[str]
+
+
+def field_writes(module: cst.Module, source: str) -> FieldWrites:
+    # (`setattr` in a comment or a string too: then every field is taken as changing)
+    by_name = bool(_BY_NAME.search(source))
+    rebound: Set[str] = set()
+    moved: Set[str] = set()
     for small, function in statements_in(module):
         if isinstance(small, cst.Assign):
             targets = [target.target for target in small.targets]
@@ -39,24 +49,17 @@ def fields_rebound(module: cst.Module, source: str) -> FrozenSet[str]:
         for target in targets:
             for node in walk(target):
                 if isinstance(node, cst.Attribute) and not (in_init and _on_self(node)):
-                    names.add(node.attr.value)
-    return frozenset(names)
+                    rebound.add(node.attr.value)
+        if not isinstance(small, cst.AugAssign) and small.value is not None and _is_moved(small.value):
+            moved.update(target.attr.value for target in targets if isinstance(target, cst.Attribute))
+    return FieldWrites(ANY_FIELD if by_name else frozenset(rebound), frozenset(moved))
 
 
-def fields_moved(module: cst.Module) -> FrozenSet[str]:
-    """Names of attributes some statement of the file sets to a moved value (`self.pe =
-    self.pe.to(x.device)`): a field the object itself moves where it is used, once."""
-    names: Set[str] = set()
-    for small, _ in statements_in(module):
-        if not isinstance(small, (cst.Assign, cst.AnnAssign)) or small.value is None:
-            continue
-        if not any(isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                   and node.func.attr.value in api.MOVE_METHODS and node.func.attr.value != "cpu"
-                   for node in walk(small.value)):
-            continue
-        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
-        names.update(target.attr.value for target in targets if isinstance(target, cst.Attribute))
-    return frozenset(names)
+def _is_moved(value: cst.BaseExpression) -> bool:
+    """Does the expression move something to a device (`.to(...)`, `.cuda()`; not `.cpu()`)?"""
+    return any(isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+               and node.func.attr.value in api.MOVE_METHODS and node.func.attr.value != "cpu"
+               for node in walk(value))
 
 
 #: `setattr(obj, name, v)`, `obj.__dict__`: attributes set by a name computed at run time
