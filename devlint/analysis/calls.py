@@ -29,7 +29,7 @@ from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DEVICE, DISTRIBUTION, FUNCTION, HOST, HOST_PATH, LIST, LOADER, METHOD, MODULE, OBJECT,
     OPTIMIZER, OWN_FORWARD_MOVES, REF, SOURCE_CREATED, SOURCE_CURRENT_DEVICE, SOURCE_DEVICE_AWARE, SOURCE_FACTORY,
     SELECTED, SOURCE_LOAD, SOURCE_LOADER, SOURCE_MIXED, SOURCE_STEP, SOURCE_TOKENIZER, SOURCE_UNREGISTERED,
-    SYMBOLIC, TENSOR, TOKENIZER, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, conflicts, container_of,
+    SYMBOLIC, TENSOR, TOKENIZER, TUPLE, UNGUARDED, UNKNOWN, UNKNOWN_VALUE, Device, Value, collected_at, conflicts, container_of,
     join_all, literal_of, same_placement, symbolic,
 )
 from .names import dotted_name, integer_value, last_identifier, string_value
@@ -187,8 +187,9 @@ class CallEvaluator:
                 for _, v in operands)
             if not all_cpu:
                 return Value(kind=TENSOR, origin=node)
-            # A CPU result is the CPU operand carried on: keep where it came from.
-            first = known[0][1]
+            # A CPU result is the CPU operand carried on: keep where it came from (a plain tensor
+            # attribute among them first: the result is on the CPU because it never moved)
+            first = next((v for _, v in known if v.source == SOURCE_UNREGISTERED), known[0][1])
             return Value(kind=TENSOR, device=CPU, origin=first.origin or node, source=first.source, via=first.via,
                          stored=first.stored, explicit_device=first.explicit_device, scalar=False if shaped else None)
         for n, v in known:
@@ -817,7 +818,11 @@ class CallEvaluator:
             if result is not None and (result.kind in (TUPLE, LIST, BATCH, OBJECT) or result.device.known):
                 # what this module's own `forward` returns for these inputs; for messages, a tensor
                 # got its device at this call
-                return replace(result, origin=node, via=None) if result.kind == TENSOR else result
+                # (a plain tensor attribute handed out keeps its own origin: DEV105 reports it where it
+                # is stored, once it meets the module's device)
+                if result.kind == TENSOR and result.source != SOURCE_UNREGISTERED:
+                    return replace(result, origin=node, via=None)
+                return result
             if result is not None and result.kind == TENSOR and not device.known and callee.stateful is not False:
                 # its `forward` ran and cannot say where the output is (a pipeline over several GPUs):
                 # unknown, not guessed from the inputs
@@ -893,7 +898,7 @@ class CallEvaluator:
             elif receiver.items:
                 existing = list(receiver.items) if receiver.kind == TUPLE else [receiver.items[0]]
             updated = container_of(existing + [added], receiver.cls or "list")
-            env.values[key] = replace(updated, origin=receiver.origin, via=receiver.via)
+            env.values[key] = collected_at(updated, receiver.origin, receiver.via)
 
     def tokenizer_call(self, name: str, node: cst.Call, args: List[Arg]) -> Value:
         returns_tensors = any(a.keyword == "return_tensors" for a in args)

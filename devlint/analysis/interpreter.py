@@ -25,7 +25,7 @@ from .lattice import (
     ACCELERATOR_PATH, ANY, BATCH, BOTH_SIDES, CPU_KIND, CUDA, CurrentGpu, DATASET, DEVICE, FUNCTION, HOST, HOST_PATH, LIST,
     LOADER, META, MODULE, MPS, OBJECT, OPAQUE_VALUE, OPTIMIZER, REF, SEVERAL_PATH, SOURCE_AVAILABILITY, SOURCE_DEVICE_AWARE,
     SOURCE_CREATED, SOURCE_DEVICE_TYPE, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_MIXED, SOURCE_OPAQUE, SOURCE_STEP,
-    STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU, Value, conflicts, container_of, current_gpu_after, join_all,
+    STEP_SAMPLE, TENSOR, TUPLE, UNKNOWN, UNKNOWN_VALUE, XPU, Value, collected_at, conflicts, container_of, current_gpu_after, join_all,
     join_values, key_of, keyed_dict, surely_not_none, tensor_side,
 )
 from .hot_path import few_constants, is_interval_test
@@ -998,13 +998,13 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def eval_ListComp(self, node, env):
         (element,) = self.eval_comprehension(node, env, [node.elt])
-        return replace(container_of([element], "list"), origin=node)
+        return collected_at(container_of([element], "list"), node)
 
     eval_GeneratorExp = eval_SetComp = eval_ListComp
 
     def eval_DictComp(self, node, env):
         _, value = self.eval_comprehension(node, env, [node.key, node.value])
-        return replace(container_of([value], "dict"), origin=node)
+        return collected_at(container_of([value], "dict"), node)
 
     def eval_Subscript(self, node: cst.Subscript, env: Env) -> Value:
         base = self.eval(node.value, env)
@@ -1036,8 +1036,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             return UNKNOWN_VALUE
         if base.kind in (TENSOR, BATCH):
             # a slice of a shaped tensor (`t[:, 1:]`) is shaped, and so is one given new axes
-            # (`mask[None, None]`); an integer index may leave a 0-dim one
-            sliced = base.scalar is False and any(
+            # (`mask[None, None]`); an integer index may leave a 0-dim one. A tensor cannot be sliced
+            # unless it has a dimension, so `boxes[:, 2]` is shaped whatever `boxes` was known to be
+            sliced = (base.scalar is False or base.kind == TENSOR) and any(
                 isinstance(e.slice, cst.Slice) or (isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name)
                                                     and e.slice.value.value == "None")
                 for e in node.slice)

@@ -624,3 +624,12 @@ def container_of(items: List[Value], flavour: str) -> Value:
                      parameter=element.parameter, owner=element.owner,
                      scalar=False if element.kind == TENSOR and element.scalar is False else None)
     return Value(kind=LIST, items=(element,), cls=flavour)
+
+
+def collected_at(container: Value, origin: Optional[cst.CSTNode], via: Optional[cst.CSTNode] = None) -> Value:
+    """A container of elements, made at `origin`. Views of a plain tensor attribute collected in it
+    (`[b.view(-1) for b in self.cell_anchors]`) still point at the attribute: DEV105 reports them
+    where it is stored once they meet the module's device."""
+    if container.source == SOURCE_UNREGISTERED:
+        return container
+    return replace(container, origin=origin, via=via)
