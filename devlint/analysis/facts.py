@@ -119,6 +119,8 @@ class WrapperAttribute:
     #: "bare": the unwrapped module lacks it (`.module` where the model may not be wrapped)
     lacking: str
     wrapped_at: Optional[cst.CSTNode]  # the wrap
+    #: `getattr(model, "device", torch.device("cpu"))`: no AttributeError, the wrapper gives this instead
+    fallback: Optional[cst.CSTNode] = None
 
 
 @dataclass(frozen=True)

@@ -399,16 +399,28 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             # (the accelerator's side alone is wrapped: where the test fails, it is the other side)
             bare_env.values[key] = bare[0] if bare else replace(value, alternatives=())
 
-    def note_wrapper_attribute(self, base: Value, attr: str, node: cst.CSTNode) -> None:
+    def note_wrapper_attribute(self, base: Value, attr: str, node: cst.CSTNode,
+                               model: Optional[cst.BaseExpression] = None,
+                               fallback: Optional[cst.BaseExpression] = None) -> None:
         """`model.config` read through a DataParallel/DDP wrapper, or `model.module` read where the model
-        may be the bare module: AttributeError on the machines that take that path."""
-        if not self.recording or attr.startswith("_") or not isinstance(node, cst.Attribute):
+        may be the bare module: AttributeError on the machines that take that path. `getattr(model,
+        "config")` is the same read; with a `fallback` it raises nothing and gives the fallback there."""
+        if model is None and isinstance(node, cst.Attribute):
+            model = node.value
+        if not self.recording or attr.startswith("_") or model is None:
             return
         sides = base.alternatives or (base,)
         wrapped = [side for side in sides if side.wrapped_at is not None]
         if not wrapped or any(self.program.parallel_base(side.cls, self) is not None and self.program.defines(side.cls, attr)
                               for side in wrapped):
             return  # (a wrapper class of this file that defines it: `MMDataParallel.val_step`)
+        if fallback is not None:
+            # a probe with a fallback is a mistake only for what the module itself surely has
+            # (`getattr(model, "module", model)` unwraps; `getattr(model, "no_sync", None)` asks)
+            bare = [side for side in sides if side.wrapped_at is None] or [base]
+            if attr == api.WRAPPED_MODULE_ATTRIBUTE or not all(
+                    side.cls in self.program.classes and not self.program.lacks_attribute(side.cls, attr) for side in bare):
+                return
         if attr == api.WRAPPED_MODULE_ATTRIBUTE:
             bare = [side for side in sides if side.wrapped_at is None]
             # (one side alone means only the accelerator's path wraps: elsewhere it is bare)
@@ -424,7 +436,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             lacking = "wrapper"
         if self.first_time("wrapper-attribute", base, node):
             self.program.facts.wrapper_attributes.append(
-                WrapperAttribute(node, Operand(node.value, base), attr, lacking, wrapped[0].wrapped_at))
+                WrapperAttribute(node, Operand(model, base), attr, lacking, wrapped[0].wrapped_at, fallback))
 
     def is_device_choice(self, test: cst.BaseExpression, value: Value, env: Env) -> bool:
         """Does this test choose between an accelerator and the CPU?"""

@@ -414,7 +414,9 @@ own settings; everything else the wrapped model defines (`config`, `generate`,
 only on multi-GPU machines and reads `model.config` works on the laptop and the
 single-GPU box, and raises AttributeError on the first multi-GPU run. The opposite
 mistake is as common: `model.module` written for the wrapped case, run on a
-machine where the model was never wrapped.
+machine where the model was never wrapped. A lookup with a fallback,
+`getattr(model, "device", torch.device("cpu"))`, raises nothing on the wrapper: it
+quietly gives the fallback, and the batch goes to the CPU.
 
 Unwrap once where both cases meet: `getattr(model, "module", model)`, or test
 `isinstance(model, (nn.DataParallel, DistributedDataParallel))`.
@@ -485,6 +487,11 @@ print(bare.num_classes, model.training)
                     f"{model} is a DataParallel/DDP wrapper on one path only{wrapped}; where it is not wrapped "
                     f"it has no `.module` and this raises AttributeError; unwrap with "
                     f"`getattr({context.text_of(fact.model.node)}, \"module\", {context.text_of(fact.model.node)})`"))
+            elif fact.fallback is not None:
+                yield Finding(fact.node, (
+                    f"`{fact.attr}` is looked up on the DataParallel/DDP wrapper {model}{wrapped}: the wrapper "
+                    f"has no `{fact.attr}` (the wrapped module does), so where the model is wrapped this gives "
+                    f"the fallback `{context.text_of(fact.fallback)}`; look it up on `.module`"))
             else:
                 yield Finding(fact.node, (
                     f"`{fact.attr}` is read through the DataParallel/DDP wrapper {model}{wrapped}: the wrapper "

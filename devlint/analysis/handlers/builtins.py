@@ -41,6 +41,12 @@ def host_sync(call: ApiCall) -> None:
 def getattr_(call: ApiCall) -> Optional[Value]:
     args, first = call.args, call.first
     attribute = args[1].value.literal[0] if len(args) > 1 and args[1].value.literal is not None else None
+    probe = len(args) == 3 and args[2].value.literal in ((None,), (False,), (True,))
+    if isinstance(attribute, str) and first.kind == MODULE and len(args) in (2, 3) and not probe:
+        # the same read as `model.device`, through a DataParallel/DDP wrapper perhaps (a fallback of
+        # None or a flag asks whether it is there: `getattr(model, "config", None) or model.module.config`)
+        call.ev.note_wrapper_attribute(first, attribute, call.node, args[0].node.value,
+                                       args[2].node.value if len(args) == 3 else None)
     if len(args) == 3:  # `getattr(cfg, "device", "cuda")`: a settings lookup with a fallback
         call.ev.note_settings_default(string_value(args[1].node.value), args[2], "config default")
         if isinstance(attribute, str) and first.kind in (OBJECT, MODULE) and first.cls:
