@@ -144,7 +144,7 @@ class ContextRunner:
         interp.silent = 0 if site.recording else 1
         interp.inherited_cpu_path = site.cpu_path
         env = Env(default_device=site.default_device if site.default_device is not None else program.module_env.default_device,
-                  guarded=site.guarded or program.accelerator_only(info), current_gpu=site.current_gpu)
+                  guarded=site.guarded or program.accelerator_only(info, site.cpu_path), current_gpu=site.current_gpu)
         seeded: Dict[str, Value] = {}
         receiver_name = params[0] if receiver is not None and params else ""
         if receiver_name:
@@ -228,7 +228,7 @@ class ContextRunner:
         evaluator = Interpreter(self.program, Scope(outer=info.outer))
         evaluator.silent += 1
         # (`device=torch.device("cuda")` as well: unguarded unless this call's path checked)
-        value = evaluator.eval(param.default, Env(guarded=site.guarded or self.program.accelerator_only(info)))
+        value = evaluator.eval(param.default, Env(guarded=site.guarded or self.program.accelerator_only(info, site.cpu_path)))
         # (`mean=(0.5, 0.5)`; `prepare_batch=_prepare_batch`: a function or class of the file is the
         # same one at every call, unlike a mutable default)
         return value if value.kind in (HOST, DEVICE, FUNCTION, CLASS) or host_data(value) else UNKNOWN_VALUE
