@@ -586,6 +586,10 @@ DEVICE_BOUND_OBJECTS = {"torch.Generator": 0}
 #: CUDA-only calls that do nothing when handed None (`torch.cuda.stream(None)` selects no stream)
 NO_OP_GIVEN_NONE = frozenset({"torch.cuda.stream"})
 #: Functions that raise on a machine without CUDA (lazy CUDA initialisation fails).
+#: Tensor methods that need an accelerator: pinning page-locks host memory through the CUDA driver,
+#: and raises "Cannot access accelerator device" where there is none.
+CUDA_ONLY_TENSOR_METHODS = frozenset({"pin_memory"})
+
 CUDA_ONLY_APIS = frozenset("torch.cuda." + name for name in (
     "synchronize", "set_device", "current_device", "get_device_name", "get_device_properties",
     "get_device_capability", "mem_get_info", "reset_peak_memory_stats", "Stream", "Event",

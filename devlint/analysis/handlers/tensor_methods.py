@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Optional
 
 from .. import torch_api as api
-from ..facts import DiscardedMove, Operand
+from ..facts import UNGUARDED_CUDA_API, DiscardedMove, Operand
 from ..lattice import (
     BATCH, HOST, REF, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_TYPE_NAME, TENSOR, UNKNOWN, Value, literal_of, same_placement,
 )
@@ -50,6 +50,15 @@ def to_numpy(call: ApiCall) -> Value:
     call.ev.check_host_conversion(call.receiver_node, receiver, call.node, f".{call.name}()", call.env)
     return Value(kind=HOST, source=SOURCE_LOADER if receiver.source == SOURCE_LOADER else "",
                  origin=receiver.origin, via=receiver.via)
+
+
+@TENSOR_METHODS.on(api.CUDA_ONLY_TENSOR_METHODS)
+def needs_accelerator(call: ApiCall) -> None:
+    """`x.pin_memory()` raises where there is no GPU, unless guarded. A batch class's own
+    `pin_memory()` is what a DataLoader calls when it was asked to pin: the request is there."""
+    if not call.env.guarded and call.ev.scope.method != call.name:
+        call.ev.record_misuse(call.node, UNGUARDED_CUDA_API, f"Tensor.{call.name}")
+        call.ev.unguarded_cuda_calls.append(call.node)
 
 
 @TENSOR_METHODS.on(api.HOST_RESULT_METHODS)
