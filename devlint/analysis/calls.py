@@ -103,6 +103,8 @@ class CallEvaluator:
             args = [Arg(*pair) for pair in callee.bound] + list(args)
         if callee.kind == REF:
             return self.api_call(callee.cls, node, args, env, callee)
+        if callee.kind == FUNCTION and isinstance(callee.origin, cst.Lambda):
+            return self.call_lambda(callee.origin, args, env)
         if callee.kind in (CLASS, FUNCTION):
             # Summaries say what comes back, not what the callee did to a module it was handed:
             # unless the function visibly leaves its arguments where they are.
@@ -795,7 +797,8 @@ class CallEvaluator:
             for expr, whole in checked:
                 if own_forward and isinstance(expr, _LITERAL_CONTAINERS):
                     continue  # `model([{"image": img}])`: its own `forward` takes the inputs apart and moves them
-                parts = whole.items if whole.kind == TUPLE else (whole,)  # an (h0, c0) pair is one input
+                # (an (h0, c0) pair is one input; so is a state that is a tensor or a pair, by the RNN's type)
+                parts = whole.items if whole.kind == TUPLE else whole.alternatives if whole.kind == ANY else (whole,)
                 wrong = [v for v in parts if placed(v) and conflicts(device, v.device) and v.scalar is not True]
                 if wrong:
                     reported.add(id(expr))

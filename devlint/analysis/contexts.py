@@ -22,7 +22,7 @@ from .facts import fact_counts, note_callers
 from .heap import Heap, function_key
 from .interpreter import Interpreter, Scope
 from .invocation import (
-    MAX_CONTEXTS, MAX_DEPTH, CallSite, Invocation, abstract, bind_parameters, context_key, set_fields,
+    MAX_CONTEXTS, MAX_DEPTH, MAX_RECURSION, CallSite, Invocation, abstract, bind_parameters, context_key, set_fields,
 )
 from .lattice import (
     ANY, CLASS, DEVICE, FUNCTION, HOST, LIST, MODULE, OBJECT, OPTIMIZER, TENSOR, UNGUARDED, UNKNOWN_VALUE, Value, gpu_at_exit, join_all,
@@ -46,6 +46,8 @@ class ContextRunner:
         #: per function, the contexts it ran in with object identities left out
         self.shapes: Dict[int, Set[tuple]] = {}
         self.stack: List[int] = []
+        #: the contexts being interpreted now (a recursive call in one of them is not entered)
+        self.running: Set[tuple] = set()
         #: functions interpreted in at least one recording context
         self.reached: Set[int] = set()
         self.budget = max(MIN_WORK, WORK_PER_BYTE * source_size)
@@ -63,7 +65,7 @@ class ContextRunner:
     def invoke(self, info: FunctionInfo, receiver: Optional[Value], site: CallSite,
                caller: Interpreter, caller_env: Env) -> Optional[Invocation]:
         node_id = id(info.node)
-        if node_id in self.stack or len(self.stack) >= MAX_DEPTH or self.exhausted:
+        if self.stack.count(node_id) >= MAX_RECURSION or len(self.stack) >= MAX_DEPTH or self.exhausted:
             return None
         bound = bind_parameters(info.node.params, site, receiver, lambda p: self.default_value(info, p, site))
         if receiver is not None and info.is_static:
@@ -73,6 +75,10 @@ class ContextRunner:
         view = _receiver_view(site.node, receiver, caller_env)
         key = context_key(info.node, bound, site) + tuple((field, abstract(value)) for field, value in view.items()) \
             + self._placed_fields(receiver)
+        if key in self.running:
+            # a recursive call on what the outer call already has (no fixpoint is sought): unknown; one
+            # on a part of it (`tuple(repackage(v) for v in h)` for a tuple `h`) runs on that part
+            return None
         done = self.memo.get(key)
         clock, loads = self.heap.clock, len(self.heap.optimizer_state)
         if done is None:
@@ -85,10 +91,12 @@ class ContextRunner:
                 return None
             shapes.add(shape)
             self.stack.append(node_id)
+            self.running.add(key)
             try:
                 done = self._run(info, receiver, bound, site, view)
             finally:
                 self.stack.pop()
+                self.running.discard(key)
             self.memo[key] = done
             if site.recording:
                 self.reached.add(node_id)

@@ -23,8 +23,10 @@ from .lattice import BATCH, LIST, TENSOR, TUPLE, UNKNOWN_VALUE, CurrentGpu, Valu
 
 #: Contexts one function may be interpreted in before calls use its generic summary.
 MAX_CONTEXTS = 8
-#: How deep calls in context may nest (recursion stops earlier: a function on the stack is not entered).
+#: How deep calls in context may nest.
 MAX_DEPTH = 12
+#: How often one function may be on the call stack, each time in another context (recursion on parts).
+MAX_RECURSION = 3
 
 
 @dataclass(frozen=True)

@@ -329,7 +329,7 @@ _BATCH_ENCODING_CALLEE = re.compile(r"(^|_)(tokenizer|tokeniser|processor|featur
 OPTIMIZER_PREFIX = "torch.optim."
 #: Modules whose classes code picks by a name it reads from its settings
 #: (`getattr(torch.optim, cfg.name)(model.parameters())`): the class is one of this family.
-CLASSES_PICKED_BY_NAME = {"torch.optim": "torch.optim.Optimizer"}
+CLASSES_PICKED_BY_NAME = {"torch.optim": "torch.optim.Optimizer", "torch.nn": "torch.nn.Module"}
 #: Classes under torch.optim that are not optimizers (their `step()` is no training step).
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
 DEVICE_CONSTRUCTORS = frozenset({"torch.device"})

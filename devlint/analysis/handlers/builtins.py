@@ -74,6 +74,10 @@ def isinstance_(call: ApiCall) -> Value:
     if (len(call.args) == 2 and call.first.kind == TENSOR and surely_not_none(call.first)
             and all(t in api.TENSOR_TYPES for t in isinstance_types(call.args[1].node.value))):
         return Value(kind=HOST, literal=(True,))
+    if (len(call.args) == 2 and call.first.kind in (TUPLE, LIST) and surely_not_none(call.first)
+            and all(t in api.TENSOR_TYPES for t in isinstance_types(call.args[1].node.value))):
+        # a python tuple, list or dict is no tensor: `repackage_hidden(h)` takes the branch for containers
+        return Value(kind=HOST, literal=(False,))
     if len(call.args) == 2 and call.first.kind == BATCH:
         return _mapping_instance_test(call, isinstance_types(call.args[1].node.value))
     return Value(kind=HOST)
