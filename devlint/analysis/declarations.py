@@ -88,6 +88,9 @@ class ClassInfo:
         self.buffers: Set[str] = set()
         self.reported: Set[str] = set()
         self.unknown_submodule = False
+        #: a method of the class registers a buffer (by a name known only at run time, too: torchmetrics'
+        #: `self.add_state(name, default)` helper), so its instances hold state that `.to()` moves
+        self.registers_buffers = False
         self.registers_manually = False  # __init__ calls add_module/register_module/register_parameter
         self.mapping = False  # extends dict and keeps its lookups: an instance is the dict it was built from
         #: attributes `__init__` also assigns a module to (`self.lins = nn.ModuleList(self.lins)` on a path)

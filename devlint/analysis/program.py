@@ -399,7 +399,9 @@ class Program:
         else:
             info.attrs = inherited
         if info.is_module:
-            evidence = any(self._holds_state(value) for value in info.attrs.values())
+            # (a buffer registered by a helper of a base class the constructor called is state too)
+            evidence = any(self._holds_state(value) for value in info.attrs.values()) or info.registers_buffers or any(
+                self.classes[name].registers_buffers for name in self._file_bases(info))
             if _follows_input(info):
                 # its forward moves its state to the input (`self.resampler.to(waveforms.device)`):
                 # wherever an instance is, it computes where its input is
@@ -600,6 +602,15 @@ class Program:
             return None
         return caller.element_of(result, node, node)
 
+    def _file_bases(self, info: ClassInfo, depth: int = 0) -> List[str]:
+        """The classes of this file a class derives from, nearest first."""
+        found = []
+        for base in info.node.bases:
+            name = dotted_name(base.value)
+            if name in self.classes and name != info.name and depth < 8:
+                found += [name] + self._file_bases(self.classes[name], depth + 1)
+        return found
+
     def is_sequence_class(self, cls: str, depth: int = 0) -> bool:
         """Does the class, or a base class of this file, subclass `list`?"""
         info = self.classes.get(cls)
@@ -757,6 +768,8 @@ class Program:
                 self.moved_by_hand.add((owner.name, attribute))
 
     def note_buffer(self, interp: Interpreter, name_node, tensor: Value, env: Env) -> None:
+        if interp.scope.owner is not None:
+            interp.scope.owner.registers_buffers = True
         name = string_value(name_node)
         if name is None or interp.scope.owner is None:
             return
