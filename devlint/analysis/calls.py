@@ -23,7 +23,7 @@ from .handlers.builtins import BUILTINS
 from .handlers.module_methods import MODEL_CALL_METHODS, MODULE_METHODS, model_call_result
 from .handlers.registry import ApiCall
 from .handlers.tensor_methods import TENSOR_METHODS
-from .handlers.torch_functions import FUNCTIONS
+from .handlers.torch_functions import FUNCTIONS, check_device_ids
 from .heap import SEQUENCE_ITEMS, function_key
 from .lattice import (
     ANY, BATCH, CLASS, CPU, CUDA, DEVICE, DISTRIBUTION, FUNCTION, HOST, HOST_PATH, LIST, LOADER, METHOD, MODULE, OBJECT,
@@ -652,6 +652,11 @@ class CallEvaluator:
         if receiver.kind == MODULE:
             self.note_optimizers_before_move(receiver, target, node, env)
             self.note_module_move(receiver_node, receiver, node, target)
+            if receiver.scatters == "DataParallel" and id(receiver.wrapped_at) in self.program.wrap_device_ids:
+                # the wrapper moved after the wrap: its module is now where it goes
+                check_device_ids(self, node, Operand(receiver_node, moved),
+                                 self.program.wrap_device_ids[id(receiver.wrapped_at)], data_parallel=True,
+                                 wrap=receiver.wrapped_at)
         if receiver.ident is not None:
             self.note_moved(receiver.ident, moved, env)
         for ident in receiver.aliases:  # one of several objects (`for m in (enc, dec): m.to(dev)`): a weak update

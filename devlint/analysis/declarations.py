@@ -158,6 +158,7 @@ class ProgramServices(Protocol):
     reported: Set[int]
     hot_reported: Set[tuple]
     unregistered_used: Set[int]
+    wrap_device_ids: Dict[int, Any]
     made_beside_device: Set[int]
     asks_availability: bool
     cuda_without_availability: bool

@@ -83,6 +83,8 @@ class DeviceIdsMismatch:
     #: device_ids a list the analysis cannot read the first GPU of (`[i for i in args.gpus if ...]`),
     #: against a module on one constant GPU: the expression, for the message
     unread_ids: str = ""
+    #: the wrap, when the finding is where the wrapper moved afterwards (`DataParallel(m, ids).cuda()`)
+    wrap: Optional[cst.CSTNode] = None
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,8 @@ class Program:
         self.moved_by_hand: Set[tuple] = set()
         #: origins of plain CPU tensor attributes that met the module's tensors (confirms DEV105)
         self.unregistered_used: Set[int] = set()
+        #: DataParallel/DDP construction -> its `device_ids` argument, checked again where the wrapper moves
+        self.wrap_device_ids: Dict[int, object] = {}
         #: batch origin -> the DataLoader(...) it came from; loader -> (pin_memory, workers)
         self.batch_loaders: Dict[int, cst.CSTNode] = {}
         self.loader_options: Dict[int, tuple] = {}

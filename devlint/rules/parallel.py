@@ -114,13 +114,14 @@ if torch.cuda.is_available():
                 continue
             if fact.unread_ids:
                 yield Finding(fact.module.value.origin or fact.node, (
-                    f"{placed_on} but device_ids is `{fact.unread_ids}` (line {context.line_of(fact.node)}), chosen "
+                    f"{placed_on} but device_ids is `{fact.unread_ids}` (line {context.line_of(fact.wrap or fact.node)}), chosen "
                     f"at run time and not counted from 0; place the module on "
                     f"torch.device(\"cuda\", {fact.unread_ids}[0])"))
                 continue
             ids = ("DataParallel's default device_ids (every GPU) start at 0" if fact.default_ids
                    else f"device_ids[0] is {fact.first_id}")
-            yield Finding(fact.node, f"{placed_on} but {ids}; the module must sit on device_ids[0]")
+            wrapped = f" (wrapped on line {context.line_of(fact.wrap)})" if fact.wrap is not None else ""
+            yield Finding(fact.node, f"{placed_on} but {ids}{wrapped}; the module must sit on device_ids[0]")
 
 
 class OptimizerBeforeMove(Rule):

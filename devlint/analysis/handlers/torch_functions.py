@@ -503,34 +503,47 @@ def wrap_parallel(call: ApiCall) -> Value:
         # types whatever `device_ids` says)
         if part is not None and ev.first_time("part", inner, node):
             facts.parallel_on_cpu.append(ParallelOnCpu(node, part, "DistributedDataParallel"))
-    first_id = _first_literal_id(ids.node.value, ids.value) if has_ids else None
-    if first_id is None and not has_ids and call.name in api.DATA_PARALLEL:
-        first_id = 0  # DataParallel's default device_ids are all GPUs: the module must be on the first
-    # (a hard-coded `cuda:1` is that GPU wherever it runs at all)
-    fixed = (inner.device.kind in (CUDA, SELECTED, UNGUARDED) and inner.device.index is not None
-             and inner.device.key != PER_RANK)
-    if first_id is not None and module and fixed and inner.device.index != first_id and ev.recording:
-        facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, first_id, default_ids=not has_ids))
-    elif (call.name in api.DATA_PARALLEL and not has_ids and module and inner.device.key == PER_RANK
-          and inner.device.kind in (CUDA, SELECTED, UNGUARDED) and ev.recording):
-        # `model.to(torch.device("cuda", args.gpu_index))` then `DataParallel(model)`: right only when
-        # the GPU chosen at run time is GPU 0
-        facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, 0, default_ids=True))
-    per_rank = _first_per_rank_id(ids.node.value) if has_ids else None
-    if per_rank is not None and module and fixed and ev.recording:
-        # `device_ids=[rank]` while the module sits on one constant GPU: every other rank is wrong
-        facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, None, per_rank))
-    elif (has_ids and first_id is None and per_rank is None and module and fixed and ev.recording
-          and _unread_list(ids.value)):
-        # a list of GPUs picked at run time (`--gpu_ids 1 0`, filtered by what is there) while the
-        # module sits on one constant GPU: right only when the list happens to start there
-        facts.device_ids_mismatches.append(DeviceIdsMismatch(
-            node, module, None, unread_ids=ev.program.module.code_for_node(ids.node.value)))
+    if module:
+        check_device_ids(ev, node, module, ids, call.name in api.DATA_PARALLEL)
+        ev.program.wrap_device_ids[id(node)] = ids
     if inner.ident is not None:
         ev.program.contexts.heap.wrapped.add(inner.ident)
     return Value(kind=MODULE, device=inner.device, origin=inner.origin or node, ident=inner.ident,
                  cls=inner.cls, stateful=True, scatters=wrapper, stray=inner.stray if wrapper == "DataParallel" else None,
                  wrapped_at=node)
+
+
+def check_device_ids(ev, node: cst.CSTNode, module: Operand, ids, data_parallel: bool,
+                     wrap: Optional[cst.CSTNode] = None) -> None:
+    """The GPUs a DataParallel/DDP wrapper is told to use against where its module is: at the wrap,
+    and again where the wrapper is moved (`DataParallel(model, device_ids=ids).cuda()` puts the
+    module on the current GPU, whatever `ids` starts with)."""
+    device = module.value.device
+    has_ids = _gives_device_ids(ids)
+    facts = ev.program.facts
+    first_id = _first_literal_id(ids.node.value, ids.value) if has_ids else None
+    if first_id is None and not has_ids and data_parallel:
+        first_id = 0  # DataParallel's default device_ids are all GPUs: the module must be on the first
+    # (a hard-coded `cuda:1` is that GPU wherever it runs at all)
+    fixed = (device.kind in (CUDA, SELECTED, UNGUARDED) and device.index is not None
+             and device.key != PER_RANK)
+    if first_id is not None and fixed and device.index != first_id and ev.recording:
+        facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, first_id, default_ids=not has_ids, wrap=wrap))
+    elif (data_parallel and not has_ids and device.key == PER_RANK
+          and device.kind in (CUDA, SELECTED, UNGUARDED) and ev.recording):
+        # `model.to(torch.device("cuda", args.gpu_index))` then `DataParallel(model)`: right only when
+        # the GPU chosen at run time is GPU 0
+        facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, 0, default_ids=True, wrap=wrap))
+    per_rank = _first_per_rank_id(ids.node.value) if has_ids else None
+    if per_rank is not None and fixed and ev.recording:
+        # `device_ids=[rank]` while the module sits on one constant GPU: every other rank is wrong
+        facts.device_ids_mismatches.append(DeviceIdsMismatch(node, module, None, per_rank, wrap=wrap))
+    elif (has_ids and first_id is None and per_rank is None and fixed and ev.recording
+          and _unread_list(ids.value)):
+        # a list of GPUs picked at run time (`--gpu_ids 1 0`, filtered by what is there) while the
+        # module sits on one constant GPU: right only when the list happens to start there
+        facts.device_ids_mismatches.append(DeviceIdsMismatch(
+            node, module, None, unread_ids=ev.program.module.code_for_node(ids.node.value), wrap=wrap))
 
 
 @FUNCTIONS.when(api.is_nn_module_class)
