@@ -159,6 +159,7 @@ class ProgramServices(Protocol):
     hot_reported: Set[tuple]
     unregistered_used: Set[int]
     wrap_device_ids: Dict[int, Any]
+    wrapper_fields: Set[Any]
     made_beside_device: Set[int]
     asks_availability: bool
     cuda_without_availability: bool

@@ -417,6 +417,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         if not wrapped or any(self.program.parallel_base(side.cls, self) is not None and self.program.defines(side.cls, attr)
                               for side in wrapped):
             return  # (a wrapper class of this file that defines it: `MMDataParallel.val_step`)
+        if all((id(side.wrapped_at), attr) in self.program.wrapper_fields for side in wrapped):
+            return  # (set on the wrapper itself: yolov5's `model.hyp = hyp` after the DDP wrap)
         if fallback is not None:
             # a probe with a fallback is a mistake only for what the module itself surely has
             # (`getattr(model, "module", model)` unwraps; `getattr(model, "no_sync", None)` asks)
@@ -679,6 +681,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 if left_behind:  # (the part itself says so: calls of it in `forward` are where it fails)
                     value = replace(value, stray=statement)
                 env.bind(key, value)
+                if owner is not None and owner.kind == MODULE:
+                    # `model.hyp = hyp` on a DataParallel/DDP wrapper: the wrapper has it from now on
+                    self.program.wrapper_fields.update(
+                        (id(side.wrapped_at), target.attr.value) for side in owner.alternatives or (owner,)
+                        if side.wrapped_at is not None)
                 if owner is not None and owner.ident is not None and owner.kind in (MODULE, OBJECT):
                     # the object's field, seen by every alias and method (weakly when it is one of several)
                     self.program.contexts.heap.store(owner.ident, target.attr.value, value, strong=not owner.aliases)

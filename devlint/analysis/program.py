@@ -123,6 +123,8 @@ class Program:
         self.unregistered_used: Set[int] = set()
         #: DataParallel/DDP construction -> its `device_ids` argument, checked again where the wrapper moves
         self.wrap_device_ids: Dict[int, object] = {}
+        #: (DataParallel/DDP construction, attribute) set on the wrapper itself after the wrap
+        self.wrapper_fields: Set[Tuple[int, str]] = set()
         #: batch origin -> the DataLoader(...) it came from; loader -> (pin_memory, workers)
         self.batch_loaders: Dict[int, cst.CSTNode] = {}
         self.loader_options: Dict[int, tuple] = {}
