@@ -151,6 +151,7 @@ class ContextRunner:
         interp = Interpreter(program, scope, site.heat)
         interp.silent = 0 if site.recording else 1
         interp.inherited_cpu_path = site.cpu_path
+        interp.made_by_callers = site.made_in_step
         env = Env(default_device=site.default_device if site.default_device is not None else program.module_env.default_device,
                   guarded=site.guarded or program.accelerator_only(info, site.cpu_path), current_gpu=site.current_gpu)
         seeded: Dict[str, Value] = {}

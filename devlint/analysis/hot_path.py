@@ -9,7 +9,7 @@ the epoch loop around a batch loop runs its own body once per epoch.
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Set, Tuple
+from typing import AbstractSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -360,9 +360,20 @@ class HotPathTracker:
         """Was `value` made in the step being read (this loop's body, or this `forward`), not once
         before the loop (a list of CPU batches built up front and moved one by one)?"""
         made = {id(value.origin), id(value.via)} - {id(None)}
-        if self.frames:
-            return any(made & frame.made for frame in self.frames)
-        return bool(made & self.made_here)
+        if any(made & frame.made for frame in self.frames):
+            return True
+        # (in a function a step calls, outside loops of its own, what its callers made this step
+        # counts too: a kernel a sibling helper built, handed in to be moved)
+        own_loop = any(frame.key is not None for frame in self.frames)
+        return not own_loop and (bool(made & self.made_here) or any(made & calls for calls in self.made_by_callers))
+
+    @property
+    def made_in_step(self) -> Tuple[AbstractSet[int], ...]:
+        """The calls evaluated in the step running here, for a callee to tell what was made this step
+        (the sets themselves, one per caller up the chain: nothing is copied per call)."""
+        if any(frame.key is not None for frame in self.frames):
+            return (self.frames[-1].made,)
+        return tuple(frame.made for frame in self.frames) + (self.made_here,) + self.made_by_callers
 
     def note_preprocessing(self, qualname: str, args, node: cst.Call) -> None:
         if not qualname.startswith(api.PREPROCESSING_ROOTS) or not any(f.steps and f.over_loader for f in self.frames):

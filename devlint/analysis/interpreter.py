@@ -90,6 +90,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.yields: List[Value] = []      # what a generator yields
         self.frames = []
         self.made_here = set()
+        self.made_by_callers: Tuple[AbstractSet[int], ...] = ()  # what the callers' step made before this call
         self.interval_depth = 0          # inside `if step % N == 0:` and the like
         self.collecting = 0              # inside the arguments of `results.append(...)`
         self.deciding = 0                # inside a test whose branch leaves the loop

@@ -15,7 +15,7 @@ point reaches are analysed with).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -66,6 +66,9 @@ class CallSite:
     cpu_path: bool = False  # the caller's code (or one of its callers) can run without CUDA
     building: bool = False  # a method of the module under construction, called from its `__init__`
     current_gpu: Optional[CurrentGpu] = None  # the caller's current GPU (`torch.cuda.set_device`)
+    #: the calls the caller evaluated in its step so far: a tensor one of them made, handed to the
+    #: callee (a kernel built by a sibling helper), was made this step too
+    made_in_step: Tuple[AbstractSet[int], ...] = ()
     #: `f(**batch)` of a dict whose keys are unknown but whose values are all alike (`{k: v.to(dev)
     #: for k, v in batch.items()}`): that value, for each parameter the dict may fill
     spread: Optional[Value] = None

@@ -570,6 +570,7 @@ class Program:
         """Interpret `info` for this call (see `contexts.py`); None when it cannot be."""
         site = site_from(node, args, env.guarded, caller.call_heat, caller.recording, env.default_device)
         site.cpu_path = caller.offers_cpu_path()
+        site.made_in_step = caller.made_in_step
         site.current_gpu = env.current_gpu
         # `self._create_parameters()` in a module's `__init__`: that method builds the module too
         site.building = bool(caller.scope.in_module_init and receiver is not None and receiver.ident is not None
