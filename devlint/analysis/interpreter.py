@@ -32,6 +32,7 @@ from .hot_path import few_constants, is_interval_test
 from .project import PROJECT_SOURCE, absolute_import
 from .names import (
     child_nodes, dotted_name, integer_value, isinstance_types, last_identifier, statements_in, string_value, sub_expressions,
+    walk,
 )
 from .registries import stores_of
 from .rebound_fields import may_be_rebound
@@ -91,6 +92,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.frames = []
         self.made_here = set()
         self.made_by_callers: Tuple[AbstractSet[int], ...] = ()  # what the callers' step made before this call
+        self.pinning_asked = 0  # inside `if <pin option>:`
         self.interval_depth = 0          # inside `if step % N == 0:` and the like
         self.collecting = 0              # inside the arguments of `results.append(...)`
         self.deciding = 0                # inside a test whose branch leaves the loop
@@ -605,10 +607,14 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         interval = ((is_interval_test(node.test) or self.asks_interval(node.test) or _lazy_initialisation(node))
                     and not self.steps_optimizer(node.body, env))
         self.interval_depth += 1 if interval else 0
+        # (`if self._pin_mem: out = out.pin_memory()`: pinning the program's own option asked for)
+        asked = 1 if api.names_pinning_option(n.value for n in walk(node.test) if isinstance(n, cst.Name)) else 0
+        self.pinning_asked += asked
         try:
             return self.exec_suite(node.body, env)
         finally:
             self.interval_depth = depth
+            self.pinning_asked -= asked
 
     def manages_context(self, value: Value, expr: cst.BaseExpression) -> bool:
         # (`with Timer():`, or an object made earlier: `with timers[0]:`, `with self.profile:`)

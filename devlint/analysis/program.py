@@ -87,6 +87,7 @@ class Program:
         self.accelerator_evidence = bool(_ACCELERATOR_TEXT.search(source)) or self.place.accelerated
         #: the file's text tests for CUDA or names the CPU somewhere (then some function's may)
         self._text_offers_cpu_path = bool(api.CPU_PATH_TEXT.search(source))
+        self.tests_availability = bool(api.AVAILABILITY_TEXT.search(source))
         #: the file asks somewhere whether an accelerator is there (a `"cpu"` else-branch alone does not)
         self.asks_availability = bool(api.AVAILABILITY_TEXT.search(source))
         #: the file asks for CUDA itself somewhere (`"cuda"`, `.cuda()`) and never names its availability
@@ -822,10 +823,12 @@ class Program:
 
     def accelerator_only(self, info: FunctionInfo, called_from_cpu_path: bool = False) -> bool:
         """A test skipped without a GPU, a `*_cuda` helper: it runs only where CUDA is. A name says so
-        only while nothing calls it from code that runs on the CPU too: mmengine's
-        `get_max_cuda_memory()`, called by a logger whose runner falls back to the CPU, runs there."""
+        only while nothing calls it from code that runs on the CPU too, in a file that really chooses
+        between the two (an availability test): mmengine's `get_max_cuda_memory()`, called by a
+        logger whose runner falls back to the CPU, runs there."""
         if self.module_skipped_without_accelerator:
             return True
+        called_from_cpu_path = called_from_cpu_path and self.tests_availability
         texts = [word for d in info.node.decorators for word in _words(d.decorator)]
         if not called_from_cpu_path:
             texts.append(info.name)

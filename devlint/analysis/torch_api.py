@@ -589,6 +589,12 @@ NO_OP_GIVEN_NONE = frozenset({"torch.cuda.stream"})
 #: Tensor methods that need an accelerator: pinning page-locks host memory through the CUDA driver,
 #: and raises "Cannot access accelerator device" where there is none.
 CUDA_ONLY_TENSOR_METHODS = frozenset({"pin_memory"})
+_PIN_OPTION = re.compile(r"pin", re.IGNORECASE)
+
+
+def names_pinning_option(identifiers) -> bool:
+    """`if self._pin_mem:`, `if args.pin_memory and ...`: a test on the program's own pinning option."""
+    return any(_PIN_OPTION.search(identifier) for identifier in identifiers)
 
 CUDA_ONLY_APIS = frozenset("torch.cuda." + name for name in (
     "synchronize", "set_device", "current_device", "get_device_name", "get_device_properties",
@@ -652,6 +658,8 @@ PROCESS_SETUP_CALLS = frozenset({"init_process_group", "set_device"})
 #: Text of a file that asks for CUDA itself (a `"cuda"` device, a `.cuda()` move), not only through a
 #: framework that places things (`Accelerator(cpu=args.cpu)`).
 CUDA_REQUEST_TEXT = re.compile(r"""\.cuda\(|["']cuda""")
+#: An availability test anywhere in a file's text: the program really chooses between CUDA and the CPU.
+AVAILABILITY_TEXT = re.compile(r"is_available\(|device_count\(|torch\.accelerator")
 CPU_PATH_TEXT = re.compile(r"""is_available\(|["']cpu["']|\.type\s*[!=]=|\.is_cuda\b|torch\.accelerator|device_count\(""")
 #: The calls among them, as the syntax walk sees them.
 CPU_PATH_CALLS = frozenset({"is_available", "device_count"})

@@ -56,7 +56,7 @@ def to_numpy(call: ApiCall) -> Value:
 def needs_accelerator(call: ApiCall) -> None:
     """`x.pin_memory()` raises where there is no GPU, unless guarded. A batch class's own
     `pin_memory()` is what a DataLoader calls when it was asked to pin: the request is there."""
-    if not call.env.guarded and call.ev.scope.method != call.name:
+    if not call.env.guarded and call.ev.scope.method != call.name and not call.ev.pinning_asked:
         call.ev.record_misuse(call.node, UNGUARDED_CUDA_API, f"Tensor.{call.name}")
         call.ev.unguarded_cuda_calls.append(call.node)
 
