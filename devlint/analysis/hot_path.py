@@ -22,7 +22,7 @@ from .lattice import (
     BATCH, DEVICE, HOST, LIST, TUPLE, UNKNOWN, SOURCE_CREATED, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_STEP, SOURCE_UNREGISTERED, SYMBOLIC, TENSOR, Value,
 )
 from .call_order import calls_in
-from .names import dotted_name, integer_value, last_identifier, root_name, statements_in, sub_expressions
+from .names import dotted_name, integer_value, last_identifier, root_name, statements_in, sub_expressions, walk
 from .rebound_fields import ANY_FIELD
 
 #: A branch on these runs only now and then (a logging or checkpoint interval), or does host work
@@ -38,7 +38,7 @@ _ROUND_TRIPS = frozenset({".cpu()", ".numpy()"})
 
 class LoopFrame:
     __slots__ = ("steps", "trains", "encloses_steps", "targets", "created", "over_loader", "key", "made", "over_tensor",
-                 "loop", "_rebound", "assigned", "feeds_back", "carried", "_walks_modules", "over_constants")
+                 "loop", "_rebound", "assigned", "feeds_back", "carried", "_walks_modules", "over_constants", "variant")
 
     def __init__(self, targets: Set[str], over_loader: bool, key: Optional[int] = None) -> None:
         self.key = key            # the loop statement's identity: calls made in the same loop share it
@@ -58,6 +58,9 @@ class LoopFrame:
         self.feeds_back = False   # a model is called on a value the body rebinds: each step extends the last
         #: names this iteration bound from what the previous one left (`x_in = scale(latents)`)
         self.carried: Set[str] = set()
+        #: names this iteration bound from the loop's own variables (`A = self.lora_A[adapter]`): a
+        #: different value each time round
+        self.variant: Set[str] = set()
         self._walks_modules: Optional[bool] = None
 
     @property
@@ -198,6 +201,13 @@ class HotPathTracker:
         carries what the previous iteration left, so a model called on it feeds back too."""
         frame = self.frames[-1]
         frame.assigned.add(name)
+        written = getattr(statement, "value", None)
+        if isinstance(written, cst.BaseExpression):
+            read = {n.value for n in walk(written) if isinstance(n, cst.Name)}  # (indices too)
+            if read & (frame.targets | frame.variant):
+                frame.variant.add(name)
+            else:
+                frame.variant.discard(name)
         if frame.key is None or frame.over_loader or frame.trains or not isinstance(statement, cst.Assign):
             return
         read = {n.value for n in sub_expressions(statement.value) if isinstance(n, cst.Name)}
@@ -403,8 +413,9 @@ class HotPathTracker:
         if frame is None or not self.recording or not target.known or target.is_cpu or self.interval_depth:
             return  # (under an interval or in an exception handler it moves now and then)
         root = (dotted_name(receiver_node) or "").split(".", 1)[0]
-        if root in frame.targets or (receiver.ident is not None and receiver.ident in frame.created):
-            return  # a different model each iteration
+        if root in frame.targets or (receiver.ident is not None and receiver.ident in frame.created) or any(
+                root in inner.variant for inner in self.frames):
+            return  # a different model each iteration (`B = self.lora_B[adapter]; B.to(x.device)`)
         if receiver.owner is not None and not receiver.cls:
             return  # `getattr(self, f"{kind}_inv_freq")`: a part found by name, a buffer as likely as a model
         if root == "self" and self.scope.in_module_init:
