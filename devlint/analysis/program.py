@@ -1386,8 +1386,13 @@ def _self_attribute_under(node: cst.BaseExpression) -> Optional[str]:
 
 
 def _imports_gpu_only_package(module: cst.Module) -> bool:
-    """`import triton`, `from vllm import LLM` at the top of the file, outside any `try`."""
-    for statement in module.body:
+    """`import triton`, `from vllm import LLM` at the top of the file, outside any `try`; or under a
+    top-level test that the package is there (`if is_megatron_lm_available(): from megatron...`):
+    an integration whose code runs only where the package, and so CUDA, is."""
+    statements = list(module.body)
+    statements += [inner for statement in module.body if isinstance(statement, cst.If)
+                   for inner in statement.body.body]
+    for statement in statements:
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
         for small in statement.body:

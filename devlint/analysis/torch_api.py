@@ -677,7 +677,7 @@ _RANK_NAME = re.compile(r"(^|_)(local_|global_|node_)?rank$", re.IGNORECASE)
 #: `try`/`except ImportError`) runs only where a GPU is, so its hardcoded "cuda" is by design.
 GPU_ONLY_PACKAGES = frozenset({
     "triton", "vllm", "sglang", "flash_attn", "xformers", "apex", "cupy", "pycuda", "tensorrt", "deep_gemm",
-    "flashinfer", "transformer_engine", "cutlass", "nvidia",
+    "flashinfer", "transformer_engine", "cutlass", "nvidia", "megatron",
 })
 
 _ACCELERATOR_ONLY = re.compile(r"cuda|gpu|accelerat|nccl|multi_?device|distributed|sm_at_least|is_sm_|capability",
