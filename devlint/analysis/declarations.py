@@ -160,6 +160,8 @@ class ProgramServices(Protocol):
     unregistered_used: Set[int]
     wrap_device_ids: Dict[int, Any]
     wrapper_fields: Set[Any]
+    lambda_scopes: Dict[int, Env]
+    lambdas_running: Set[int]
     made_beside_device: Set[int]
     asks_availability: bool
     cuda_without_availability: bool

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import AbstractSet, Dict, List, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -106,9 +106,6 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         self.cuda_initialised = None     # the first statement that started CUDA
         self.chosen_device = ""          # a device variable this scope placed things on
         self.unguarded_cuda_calls: List[cst.CSTNode] = []  # settled when the scope is done
-        #: where each lambda of this function was written, and the ones being called now
-        self.lambda_scopes: Dict[int, Env] = {}
-        self.lambdas_running: Set[int] = set()
         #: optimizer (by the node that built it) -> its DEV203/DEV204 facts this run recorded at a
         #: move: a `load_state_dict` after the move puts the state where the parameters are now
         self.optimizers_left_behind: Dict[int, list] = {}
@@ -1269,13 +1266,15 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         for param in node.params.params:
             scope.bind(param.name.value, UNKNOWN_VALUE)
         self.eval(node.body, scope)
-        self.lambda_scopes[id(node)] = env
+        self.program.lambda_scopes[id(node)] = env
         return Value(kind=FUNCTION, cls="<lambda>", origin=node)
 
     def call_lambda(self, node: cst.Lambda, args, env: Env) -> Value:
-        """A lambda of this function called: its body on the arguments, in the scope it was written in."""
-        defined_in = self.lambda_scopes.get(id(node))
-        if defined_in is None or id(node) in self.lambdas_running or any(a.node.star for a in args):
+        """A lambda called, here or in a function it was handed to (`self._update(model, update_fn=
+        lambda e, m: ...)`): its body on the arguments, in the scope it was written in."""
+        defined_in = self.program.lambda_scopes.get(id(node))
+        running = self.program.lambdas_running
+        if defined_in is None or id(node) in running or any(a.node.star for a in args):
             return UNKNOWN_VALUE
         scope = defined_in.copy()
         params = node.params.params
@@ -1287,11 +1286,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if value is None:
                 value = self.eval(param.default, defined_in) if param.default is not None else UNKNOWN_VALUE
             scope.bind(name, value)
-        self.lambdas_running.add(id(node))
+        running.add(id(node))
         try:
             return self.eval(node.body, scope)
         finally:
-            self.lambdas_running.discard(id(node))
+            running.discard(id(node))
 
     def eval_Call(self, node: cst.Call, env: Env) -> Value:
         result = self.eval_call(node, env, discarded=False)

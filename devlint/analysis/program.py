@@ -124,6 +124,9 @@ class Program:
         self.unregistered_used: Set[int] = set()
         #: DataParallel/DDP construction -> its `device_ids` argument, checked again where the wrapper moves
         self.wrap_device_ids: Dict[int, object] = {}
+        #: each lambda of the file -> the scope it was written in; the ones being called now
+        self.lambda_scopes: Dict[int, Env] = {}
+        self.lambdas_running: Set[int] = set()
         #: (DataParallel/DDP construction, attribute) set on the wrapper itself after the wrap
         self.wrapper_fields: Set[Tuple[int, str]] = set()
         #: batch origin -> the DataLoader(...) it came from; loader -> (pin_memory, workers)
