@@ -313,6 +313,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if then_env.get(name) is not None:
                 then_env.values[name] = Value(kind=HOST)
         self.narrow_wrapped(node.test, then_env, else_env)
+        self.narrow_flag(node.test, then_env, else_env)
         for name, side in _tested_on_cuda(node.test):  # `if buf.is_cuda: ... else:` buf is off CUDA there
             off = (then_env, else_env)[side]
             value = off.get(name)
@@ -401,6 +402,20 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                 wrapped_env.values[key] = wrapped[0]
             # (the accelerator's side alone is wrapped: where the test fails, it is the other side)
             bare_env.values[key] = bare[0] if bare else replace(value, alternatives=())
+
+    def narrow_flag(self, test: cst.BaseExpression, then_env: Env, else_env: Env) -> None:
+        """`if self.on_gpu: ... else: self.cpu_train(model)`: a flag tested on its own is true on one
+        side and false on the other, so what each side calls sees it decided (Lightning's trainer
+        testing `self.on_gpu` again inside the loop both paths share)."""
+        holds = True
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, holds = test.expression, not holds
+        key = dotted_name(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
+        value = then_env.get(key) if key is not None else None
+        if value is None or value.kind != HOST or value.literal is not None:
+            return
+        then_env.values[key] = Value(kind=HOST, literal=(holds,), origin=value.origin)
+        else_env.values[key] = Value(kind=HOST, literal=(not holds,), origin=value.origin)
 
     def note_wrapper_attribute(self, base: Value, attr: str, node: cst.CSTNode,
                                model: Optional[cst.BaseExpression] = None,
