@@ -527,6 +527,10 @@ class CallEvaluator:
             attribute = self.attribute_of(receiver, name, node.func, env)
             if attribute.kind in (REF, CLASS, FUNCTION, METHOD, MODULE) or (attribute.kind == OBJECT and attribute.cls):
                 return self.call_bound(attribute, node.func, node, args, env)
+        if own_move and discarded and self.recording and self.program.returns_moved_copy(receiver.cls, name):
+            # `inst.to(self.device)` of a class whose `to()` returns a moved copy: nothing moved
+            self.program.facts.discarded_moves.append(
+                DiscardedMove(node, Operand(receiver_node, receiver), name, copy_of=receiver.cls))
         if kind == OBJECT:
             # (a method the file defines is read: what it does with its arguments comes back from
             # the call; only what it moves or hands on to other code may have moved)

@@ -41,6 +41,9 @@ class DiscardedMove:
     node: cst.CSTNode       # the call whose result is thrown away
     receiver: Operand
     method: str             # "to", "cuda", ...
+    #: an object of a class of the file whose own `to()` returns a moved copy (detectron2's
+    #: `Instances.to`): the class's name, for the message
+    copy_of: str = ""
 
 
 @dataclass(frozen=True)

@@ -967,6 +967,27 @@ class Program:
             return list(args)
         return _arguments_moved_by(method, args, bound=not method.is_static)
 
+    def returns_moved_copy(self, cls: str, method: str) -> bool:
+        """Does the class's own `to()` build and return another object, leaving itself as it was
+        (`ret = Instances(...); ...; return ret`)? Then a call whose result is dropped moves nothing."""
+        info = self.classes.get(cls)
+        function = info.methods.get(method) if info is not None else None
+        if function is None or function.is_static:
+            return False
+        params = function.parameters()
+        if not params:
+            return False
+        receiver = params[0].name.value
+        returns = [n for n in walk(function.node.body) if isinstance(n, cst.Return)]
+        writes_itself = any(
+            isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and any(
+                root_name(t.target if isinstance(n, cst.Assign) else n.target, through_attributes=True) == receiver
+                and not isinstance(t.target if isinstance(n, cst.Assign) else n.target, cst.Name)
+                for t in (n.targets if isinstance(n, cst.Assign) else [n]))
+            for n in walk(function.node.body))
+        return bool(returns) and not writes_itself and all(
+            r.value is not None and root_name(r.value) != receiver for r in returns)
+
     def defines(self, cls: str, method: str) -> bool:
         """Does a class of this file (or a base class here) define `method`?"""
         info = self.classes.get(cls)

@@ -331,6 +331,12 @@ x = torch.randn(3).to(device)
                 continue  # a BatchEncoding: its `.to()` moves in place
             receiver = context.text_of(move.receiver.node)
             value = move.receiver.value
+            if move.copy_of:
+                yield Finding(move.node, (
+                    f"the result of `{context.text_of(move.node)}` is discarded: `{move.copy_of}.{move.method}()` "
+                    f"returns a moved copy and leaves `{receiver}` where it was; assign it: "
+                    f"`{receiver} = {context.text_of(move.node)}`"), partial(_assign_move_fix, move, context))
+                continue
             stays = f"stays on {context.where(value)}" if value.device.known else "stays where it was"
             yield Finding(move.node, (
                 f"the result of `{context.text_of(move.node)}` is discarded: tensors are not moved in place, so "
