@@ -313,7 +313,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             if then_env.get(name) is not None:
                 then_env.values[name] = Value(kind=HOST)
         self.narrow_wrapped(node.test, then_env, else_env)
-        self.narrow_flag(node.test, then_env, else_env)
+        flag = self.narrow_flag(node.test, then_env, else_env)
         for name, side in _tested_on_cuda(node.test):  # `if buf.is_cuda: ... else:` buf is off CUDA there
             off = (then_env, else_env)[side]
             value = off.get(name)
@@ -352,6 +352,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         heap.join_branches((then_fields, else_fields), lambda a, b: join_values(a, b, split))
         joined = join_envs(then_env, else_env, split, accelerated)
         joined.path = env.path
+        if flag is not None:
+            # after the branch the flag is what it was (an availability test still), unless a branch set it
+            key, original, decided = flag
+            if all(side.dead or side.values.get(key) is value for side, value in zip((then_env, else_env), decided)):
+                joined.values[key] = original
         if split and not (then_env.dead or else_env.dead):
             joined.guarded = env.guarded  # the guard covers the branches, not what follows them
         return joined
@@ -403,7 +408,7 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
             # (the accelerator's side alone is wrapped: where the test fails, it is the other side)
             bare_env.values[key] = bare[0] if bare else replace(value, alternatives=())
 
-    def narrow_flag(self, test: cst.BaseExpression, then_env: Env, else_env: Env) -> None:
+    def narrow_flag(self, test: cst.BaseExpression, then_env: Env, else_env: Env) -> Optional[tuple]:
         """`if self.on_gpu: ... else: self.cpu_train(model)`: a flag tested on its own is true on one
         side and false on the other, so what each side calls sees it decided (Lightning's trainer
         testing `self.on_gpu` again inside the loop both paths share)."""
@@ -413,9 +418,11 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
         key = dotted_name(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
         value = then_env.get(key) if key is not None else None
         if value is None or value.kind != HOST or value.literal is not None:
-            return
-        then_env.values[key] = Value(kind=HOST, literal=(holds,), origin=value.origin)
-        else_env.values[key] = Value(kind=HOST, literal=(not holds,), origin=value.origin)
+            return None
+        decided = (Value(kind=HOST, literal=(holds,), origin=value.origin),
+                   Value(kind=HOST, literal=(not holds,), origin=value.origin))
+        then_env.values[key], else_env.values[key] = decided
+        return key, value, decided
 
     def note_wrapper_attribute(self, base: Value, attr: str, node: cst.CSTNode,
                                model: Optional[cst.BaseExpression] = None,
