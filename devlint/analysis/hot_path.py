@@ -203,7 +203,8 @@ class HotPathTracker:
         frame.assigned.add(name)
         written = getattr(statement, "value", None)
         if isinstance(written, cst.BaseExpression):
-            read = {n.value for n in walk(written) if isinstance(n, cst.Name)}  # (indices too)
+            read = self.program.syntax_fact(written, "names", lambda expr: frozenset(
+                n.value for n in walk(expr) if isinstance(n, cst.Name)))  # (indices too)
             if read & (frame.targets | frame.variant):
                 frame.variant.add(name)
             else:

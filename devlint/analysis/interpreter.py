@@ -627,7 +627,8 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
                     and not self.steps_optimizer(node.body, env))
         self.interval_depth += 1 if interval else 0
         # (`if self._pin_mem: out = out.pin_memory()`: pinning the program's own option asked for)
-        asked = 1 if api.names_pinning_option(n.value for n in walk(node.test) if isinstance(n, cst.Name)) else 0
+        asked = 1 if self.program.syntax_fact(node.test, "pins", lambda test: api.names_pinning_option(
+            n.value for n in walk(test) if isinstance(n, cst.Name))) else 0
         self.pinning_asked += asked
         try:
             return self.exec_suite(node.body, env)

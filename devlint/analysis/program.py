@@ -129,6 +129,7 @@ class Program:
         self.lambdas_running: Set[int] = set()
         #: (DataParallel/DDP construction, attribute) set on the wrapper itself after the wrap
         self.wrapper_fields: Set[Tuple[int, str]] = set()
+        self._syntax_facts: Dict[tuple, object] = {}
         #: batch origin -> the DataLoader(...) it came from; loader -> (pin_memory, workers)
         self.batch_loaders: Dict[int, cst.CSTNode] = {}
         self.loader_options: Dict[int, tuple] = {}
@@ -966,6 +967,14 @@ class Program:
         if method is None:
             return list(args)
         return _arguments_moved_by(method, args, bound=not method.is_static)
+
+    def syntax_fact(self, node: cst.CSTNode, kind: str, compute):
+        """What `compute` says of a node's syntax, worked out once: loops and contexts run the same
+        statement many times."""
+        key = (id(node), kind)
+        if key not in self._syntax_facts:
+            self._syntax_facts[key] = compute(node)
+        return self._syntax_facts[key]
 
     def returns_moved_copy(self, cls: str, method: str) -> bool:
         """Does the class's own `to()` build and return another object, leaving itself as it was
