@@ -807,7 +807,8 @@ class CallEvaluator:
                 if own_forward and isinstance(expr, _LITERAL_CONTAINERS):
                     continue  # `model([{"image": img}])`: its own `forward` takes the inputs apart and moves them
                 # (an (h0, c0) pair is one input; so is a state that is a tensor or a pair, by the RNN's type)
-                parts = whole.items if whole.kind == TUPLE else whole.alternatives if whole.kind == ANY else (whole,)
+                parts = (whole.items if whole.kind == TUPLE else
+                         whole.alternatives if whole.kind == ANY and whole.alternatives else (whole,))
                 wrong = [v for v in parts if placed(v) and conflicts(device, v.device) and v.scalar is not True]
                 if wrong:
                     reported.add(id(expr))

@@ -1283,8 +1283,9 @@ class Interpreter(CallEvaluator, HotPathTracker, DeviceChoiceTracker):
 
     def eval_Lambda(self, node, env):
         # its body runs whenever it is called (a dataclass `default_factory`, a sort key): what it
-        # does is checked where it is written, its parameters unknown; called in this function
-        # (`zeros = lambda: torch.zeros(n, bsz, hid)`, then `zeros()`), it gives what its body does
+        # does is checked where it is written, its parameters unknown; where it is called (`zeros()`
+        # after `zeros = lambda: torch.zeros(n, bsz, hid)`, or in a function it was handed to), it
+        # gives what its body does there (`call_lambda`)
         scope = env.copy()
         for param in node.params.params:
             scope.bind(param.name.value, UNKNOWN_VALUE)
