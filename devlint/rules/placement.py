@@ -299,6 +299,9 @@ class DiscardedTensorMove(Rule):
 `Module.to()` moves a module in place, but `Tensor.to()` and `Tensor.cuda()`
 return a *new* tensor and leave the original where it was. A bare
 `x.to(device)` statement does nothing, and the CPU tensor is used afterwards.
+The same holds for a class of your own whose `to()` builds and returns a moved
+copy (detectron2's `Instances.to`); one that moves its fields and returns
+`self` is fine.
 """
     example = """
 for x, y in loader:
