@@ -77,7 +77,9 @@ class DeviceIdsMismatch(Rule):
     why = """
 DataParallel and DistributedDataParallel expect the module on `device_ids[0]`
 (DataParallel gathers outputs there too). A module moved to `cuda:1` and wrapped
-with `device_ids=[0, 1]` fails on the first forward pass.
+with `device_ids=[0, 1]` fails on the first forward pass, and so does a wrapper
+moved after the wrap: `DataParallel(model, device_ids=[1, 0]).cuda()` puts the
+module on the current GPU, cuda:0.
 """
     example = """
 model = Net().cuda(1)

@@ -361,7 +361,8 @@ class UnguardedCudaApi(Rule):
     summary = "A CUDA-only function is called with no availability check."
     why = """
 `torch.cuda.synchronize()`, `get_device_name()`, `set_device()`, `mem_get_info()`,
-CUDA streams and events initialise CUDA and raise on a machine without it. Timing
+CUDA streams and events, and `Tensor.pin_memory()` initialise CUDA and raise on a
+machine without it. Timing
 and logging code is where they hide, so the crash comes from a line that was never
 meant to matter. (`empty_cache`, `manual_seed`, `device_count` and the memory
 statistics are safe without a GPU and are not reported.)
@@ -371,7 +372,9 @@ it) that checks availability, names the CPU, places things on a device it was
 given or chose, or joins a gloo process group. A helper with no such path (a
 GPU capability query, a TensorRT build) and a file with none at all (CUDA
 kernels, NCCL plumbing, a vLLM server) are CUDA code by nature, and their CUDA
-calls are not portability bugs.
+calls are not portability bugs. (A helper named for CUDA is CUDA code only while
+no caller that runs on the CPU too reaches it; pinning inside a batch class's own
+`pin_memory()`, or under the program's own pin option, is what was asked for.)
 """
     example = """
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
