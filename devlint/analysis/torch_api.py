@@ -303,6 +303,9 @@ WRAPPER_OWN_ATTRIBUTES = DATA_PARALLEL_OWN_ATTRIBUTES | frozenset({
 WRAPPED_MODULE_ATTRIBUTE = "module"
 #: Types whose `isinstance` test says the value is a tensor (and, where it fails, that it is none).
 TENSOR_TYPES = frozenset({"torch.Tensor", "Tensor", "torch.nn.Parameter", "nn.Parameter"})
+#: The base classes every optimizer and every module is an instance of, as `isinstance` names them.
+OPTIMIZER_BASE_TYPES = frozenset({"torch.optim.Optimizer", "optim.Optimizer", "Optimizer"})
+MODULE_BASE_TYPES = frozenset({"torch.nn.Module", "nn.Module", "Module"})
 #: Calls that test what `isinstance(x, torch.Tensor)` tests.
 TENSOR_PREDICATES = frozenset({"torch.is_tensor"})
 #: Types whose `isinstance` test says the value is no tensor (on the branch where it holds).

@@ -9,7 +9,7 @@ import libcst as cst
 from .. import torch_api as api
 from ..call_args import caller_arg
 from ..lattice import (
-    ANY, BATCH, FUNCTION, HOST, LIST, METHOD, MODULE, OBJECT, RANGE, REF, SOURCE_AVAILABILITY, TENSOR, TUPLE,
+    ANY, BATCH, FUNCTION, HOST, LIST, METHOD, MODULE, OBJECT, OPTIMIZER, RANGE, REF, SOURCE_AVAILABILITY, TENSOR, TUPLE,
     UNKNOWN_VALUE, Source, Value, container_of, keyed_dict, surely_not_none)
 from ..names import isinstance_types, string_value
 from .registry import ApiCall, Registry
@@ -73,6 +73,12 @@ def isinstance_(call: ApiCall) -> Value:
     converts non-tensors does not run for it."""
     if (len(call.args) == 2 and call.first.kind == TENSOR and surely_not_none(call.first)
             and all(t in api.TENSOR_TYPES for t in isinstance_types(call.args[1].node.value))):
+        return Value(kind=HOST, literal=(True,))
+    if len(call.args) == 2 and surely_not_none(call.first) and any(
+            call.first.kind == kind and bases.intersection(isinstance_types(call.args[1].node.value))
+            for kind, bases in ((OPTIMIZER, api.OPTIMIZER_BASE_TYPES), (MODULE, api.MODULE_BASE_TYPES))):
+        # an optimizer (a module) seen made is an instance of the base class: Lightning's
+        # `init_optimizers` keeps the one `configure_optimizers()` returned
         return Value(kind=HOST, literal=(True,))
     if (len(call.args) == 2 and call.first.kind in (TUPLE, LIST) and surely_not_none(call.first)
             and all(t in api.TENSOR_TYPES for t in isinstance_types(call.args[1].node.value))):
