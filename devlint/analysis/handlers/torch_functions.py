@@ -521,6 +521,8 @@ def check_device_ids(ev, node: cst.CSTNode, module: Operand, ids, data_parallel:
     device = module.value.device
     has_ids = _gives_device_ids(ids)
     facts = ev.program.facts
+    if wrap is not None and any(f.node is wrap or f.wrap is wrap for f in facts.device_ids_mismatches):
+        return  # (one wrap, one finding: it was reported where it was made or first moved)
     first_id = _first_literal_id(ids.node.value, ids.value) if has_ids else None
     if first_id is None and not has_ids and data_parallel:
         first_id = 0  # DataParallel's default device_ids are all GPUs: the module must be on the first
