@@ -427,7 +427,7 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
     alternatives: Tuple[Value, ...] = ()
     if accelerated == BOTH_SIDES and a.kind == MODULE and a.scatters != b.scatters:
         # several GPUs or one: either side may run on a GPU machine, each is checked as it is
-        alternatives = _union_sides(a, b)[:MAX_SIDES]
+        alternatives = _union_sides(a, b)
     elif accelerated is not None and a.kind == MODULE and (a.scatters != b.scatters or (a, b)[accelerated].alternatives):
         # on a machine with the accelerator only that side runs (itself one of several ways a
         # model was wrapped, perhaps): calls check it as it is
@@ -439,13 +439,13 @@ def join_values(a: Value, b: Value, availability_split: bool = False, accelerate
         # split's accelerator sides or the other value. A model wrapped on one path of any branch
         # (`if arch == "vgg": wrap a part, move it` / `else: model = DataParallel(model)`) is
         # the wrapper on that path and the bare model on the other: each runs as it is
-        alternatives = _union_sides(a, b)[:MAX_SIDES]
+        alternatives = _union_sides(a, b)
     elif a.kind == CLASS and a.cls != b.cls:
         # one of several classes of the file (`models[args.arch]()`): calling it builds one of them
-        alternatives = _union_sides(a, b)[:MAX_SIDES]
+        alternatives = _union_sides(a, b)
     elif a.kind == OBJECT and a.ident != b.ident and (a.cls or a.alternatives) and (b.cls or b.alternatives):
         # one of several objects (`for metric in self.metrics.values()`): a call runs one of them
-        alternatives = _union_sides(a, b)[:MAX_SIDES]
+        alternatives = _union_sides(a, b)
     items: Tuple[Value, ...] = ()
     if len(a.items) == len(b.items):
         items = tuple(join_values(x, y, availability_split) for x, y in zip(a.items, b.items))
@@ -519,12 +519,13 @@ MAX_SIDES = 4
 
 
 def _union_sides(a: Value, b: Value) -> Tuple[Value, ...]:
+    """Each way either side may be, once, and at most `MAX_SIDES` of them."""
     sides = []
     for value in (a, b):
         for side in value.alternatives or (replace(value, alternatives=()),):
             if side not in sides:
                 sides.append(side)
-    return tuple(sides)
+    return tuple(sides[:MAX_SIDES])
 
 
 def _joined_keys(a: Value, b: Value) -> Tuple[Tuple[str, Value], ...]:

@@ -621,13 +621,13 @@ class Program:
                 found += [name] + self._file_bases(self.classes[name], depth + 1)
         return found
 
-    def is_sequence_class(self, cls: str, depth: int = 0) -> bool:
+    def is_sequence_class(self, cls: str) -> bool:
         """Does the class, or a base class of this file, subclass `list`?"""
         info = self.classes.get(cls)
-        if info is None or depth > 8:
+        if info is None:
             return False
-        return any(dotted_name(base.value) == "list" or self.is_sequence_class(dotted_name(base.value) or "", depth + 1)
-                   for base in info.node.bases)
+        return any(dotted_name(base.value) == "list"
+                   for name in [cls] + self._file_bases(info) for base in self.classes[name].node.bases)
 
     def dataset_item(self, dataset: Value, node: cst.CSTNode, caller, env: Env) -> Optional[Value]:
         """What `dataset[i]` gives for a dataset object of this file (its `__getitem__`), or None."""
