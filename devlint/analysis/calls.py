@@ -22,7 +22,7 @@ from .facts import (
 from .handlers.builtins import BUILTINS
 from .handlers.module_methods import MODEL_CALL_METHODS, MODULE_METHODS, model_call_result
 from .handlers.registry import ApiCall
-from .handlers.tensor_methods import TENSOR_METHODS
+from .handlers.tensor_methods import TENSOR_METHODS, computed_on
 from .handlers.torch_functions import FUNCTIONS, check_device_ids
 from .heap import SEQUENCE_ITEMS, function_key
 from .lattice import (
@@ -854,11 +854,7 @@ class CallEvaluator:
         answer = TENSOR_METHODS.dispatch(ApiCall(name, node, args, env, self, receiver, receiver_node, discarded))
         if answer is not None:
             return answer
-        # any other method computes on the receiver: a tensor where it is (a view or a conversion of
-        # host data copied here is still that copy: `torch.from_numpy(a).float().to(device)`)
-        return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
-                     stored=receiver.stored, scalar=receiver.scalar, parameter=False, host_copy=receiver.host_copy,
-                     explicit_device=receiver.explicit_device)
+        return computed_on(receiver)  # any other method computes on the receiver
 
     def batch_method(self, receiver, receiver_node, name, node, args, env, discarded) -> Optional[Value]:
         element = Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,

@@ -66,6 +66,8 @@ TENSOR_SAME_DATA_METHODS = frozenset({
     "t", "transpose", "permute", "contiguous", "clone", "detach", "float", "double", "half", "bfloat16", "long",
     "int", "bool", "type_as",
 })
+#: tensor methods whose result has a dimension (as many as they are given): no 0-dim tensor comes out.
+DIMENSION_ADDING_METHODS = frozenset({"unsqueeze", "expand", "expand_as"})
 #: numpy functions that only assemble or lay out data (a batch of frames): no work on it.
 NUMPY_ASSEMBLY = frozenset("numpy." + name for name in (
     "stack", "concatenate", "vstack", "hstack", "array", "asarray", "ascontiguousarray", "expand_dims",

@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
+import libcst as cst
+
 from .. import torch_api as api
 from ..facts import UNGUARDED_CUDA_API, DiscardedMove, Operand
 from ..lattice import (
-    BATCH, HOST, REF, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_TYPE_NAME, TENSOR, UNKNOWN, Value, literal_of, same_placement,
+    BATCH, HOST, PROCESS_START_GPU, REF, SOURCE_FACTORY, SOURCE_LOADER, SOURCE_TYPE_NAME, TENSOR, UNKNOWN, Value, literal_of, same_placement,
 )
 from ..names import last_identifier
 from .registry import ApiCall, Registry
@@ -84,7 +86,13 @@ def type_(call: ApiCall) -> Optional[Value]:
         return Value(kind=HOST, device=receiver.device, source=SOURCE_TYPE_NAME)
     given = args[0].value
     if given.source == SOURCE_TYPE_NAME:  # `eye.type(f_cov.type())`
-        return Value(kind=TENSOR, device=given.device, origin=node, scalar=receiver.scalar)
+        # a type name says "cuda", not which GPU: the result is on the current GPU, which is the
+        # named tensor's only where that tensor's GPU was not written out (`cuda:1` is not it)
+        device = given.device
+        if device.is_accelerator and device.index is not None:
+            current = (call.env.current_gpu or PROCESS_START_GPU).device
+            device = replace(device, index=current.index, key=current.key)
+        return Value(kind=TENSOR, device=device, origin=node, scalar=receiver.scalar)
     if given.kind == REF:  # `x.type(torch.cuda.FloatTensor)` moves too
         device = api.tensor_type_device(given.cls) or (receiver.device if api.is_dtype(given.cls) else UNKNOWN)
         return Value(kind=TENSOR, device=device, origin=node if device != receiver.device else receiver.origin,
@@ -97,6 +105,30 @@ def type_(call: ApiCall) -> Optional[Value]:
         return None
     # `pad.type(input.type())` of an input we know nothing of: wherever that input is
     return Value(kind=TENSOR, device=UNKNOWN, origin=node, scalar=receiver.scalar)
+
+
+def computed_on(receiver: Value, scalar: Optional[bool] = None) -> Value:
+    """What a method that computes on the receiver gives: a tensor where it is (a view or a
+    conversion of host data copied here is still that copy: `torch.from_numpy(a).float().to(device)`)."""
+    return Value(kind=TENSOR, device=receiver.device, origin=receiver.origin, via=receiver.via, source=receiver.source,
+                 stored=receiver.stored, scalar=receiver.scalar if scalar is None else scalar, parameter=False,
+                 host_copy=receiver.host_copy, explicit_device=receiver.explicit_device)
+
+
+@TENSOR_METHODS.on(api.DIMENSION_ADDING_METHODS)
+def adds_dimensions(call: ApiCall) -> Value:
+    """`t.unsqueeze(0)`, `t.expand(s.shape)`, `t.expand_as(s)`: the result has a dimension (as many
+    as `s` has), so a 0-dim tensor passed through is a shaped one, which may not meet another GPU."""
+    shaped = None
+    if call.name == "unsqueeze":
+        shaped = False
+    elif call.name == "expand_as" and call.args:
+        shaped = call.first.scalar
+    elif call.name == "expand" and len(call.args) == 1 and isinstance(call.args[0].node.value, cst.Attribute) \
+            and call.args[0].node.value.attr.value == "shape":
+        # (`t.expand(s.shape)`: s's shape, when s is a tensor known to have one)
+        shaped = call.ev.eval(call.args[0].node.value.value, call.env).scalar
+    return computed_on(call.receiver, scalar=shaped if shaped is False else None)
 
 
 @TENSOR_METHODS.on("type_as")
